@@ -1,0 +1,113 @@
+"""Element-wise union (``ewise_add``) and intersection (``ewise_mult``), CPU.
+
+Both merge two sorted rows; two passes (count, fill).  Values arrive cast to
+the output dtype.  ``op`` is a ``kernels.semiring_ops`` additive code for the
+union and multiplicative code for the intersection.
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+from kernels.semiring_ops import add_op, mul_op
+
+
+@numba.njit(cache=True, inline="always")
+def _merge_count(a_idx, alo, ahi, b_idx, blo, bhi, union):
+    p = alo
+    q = blo
+    c = 0
+    while p < ahi and q < bhi:
+        if a_idx[p] == b_idx[q]:
+            c += 1
+            p += 1
+            q += 1
+        elif a_idx[p] < b_idx[q]:
+            if union:
+                c += 1
+            p += 1
+        else:
+            if union:
+                c += 1
+            q += 1
+    if union:
+        c += (ahi - p) + (bhi - q)
+    return c
+
+
+@numba.njit(parallel=True, cache=True)
+def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
+          one):
+    n = a_ptr.size - 1
+    out_ptr = np.zeros(n + 1, np.int64)
+    for i in prange(n):
+        out_ptr[i + 1] = _merge_count(a_idx, a_ptr[i], a_ptr[i + 1], b_idx,
+                                      b_ptr[i], b_ptr[i + 1], union)
+    for i in range(n):
+        out_ptr[i + 1] += out_ptr[i]
+    nnz = out_ptr[n]
+    out_idx = np.empty(nnz, np.int64)
+    out_val = np.empty(nnz, one.dtype)
+    onev = one[0]
+    for i in prange(n):
+        p = a_ptr[i]
+        ahi = a_ptr[i + 1]
+        q = b_ptr[i]
+        bhi = b_ptr[i + 1]
+        f = out_ptr[i]
+        while p < ahi or q < bhi:
+            take_a = q >= bhi or (p < ahi and a_idx[p] < b_idx[q])
+            take_b = p >= ahi or (q < bhi and b_idx[q] < a_idx[p])
+            if take_a:
+                if union:
+                    out_idx[f] = a_idx[p]
+                    out_val[f] = a_val[p] if a_hv else onev
+                    f += 1
+                p += 1
+            elif take_b:
+                if union:
+                    out_idx[f] = b_idx[q]
+                    out_val[f] = b_val[q] if b_hv else onev
+                    f += 1
+                q += 1
+            else:
+                av = a_val[p] if a_hv else onev
+                bv = b_val[q] if b_hv else onev
+                out_idx[f] = a_idx[p]
+                if union:
+                    out_val[f] = add_op(op, av, bv)
+                else:
+                    out_val[f] = mul_op(op, av, bv, onev)
+                f += 1
+                p += 1
+                q += 1
+    return out_ptr, out_idx, out_val
+
+
+# User functions arrive as numba dispatchers; a kernel taking one is compiled
+# per function, and numba cannot cache such specialisations, hence no cache.
+@numba.njit(parallel=True)
+def map_values_into(vals, f, out):
+    """``out[t] = f(vals[t])`` for every value."""
+    for t in prange(vals.size):
+        out[t] = f(vals[t])
+    return out
+
+
+def map_values(vals, f):
+    """``f`` applied to every value; the output dtype is that of ``f(vals[0])``."""
+    if vals.size == 0:
+        return vals.copy()
+    dtype = np.asarray(f(vals[0])).dtype
+    return map_values_into(vals, f, np.empty(vals.size, dtype))
+
+
+@numba.njit(parallel=True)
+def select_mask(ptr, idx, vals, pred):
+    """Boolean mask of the entries (i, j, v) with ``pred(i, j, v)`` true."""
+    n = ptr.size - 1
+    keep = np.empty(idx.size, np.bool_)
+    for i in prange(n):
+        for t in range(ptr[i], ptr[i + 1]):
+            keep[t] = pred(i, idx[t], vals[t])
+    return keep

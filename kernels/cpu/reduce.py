@@ -1,0 +1,29 @@
+"""Row-wise reduction with a monoid, CPU.
+
+``identity`` (length-1 array of the output dtype) is what an empty row
+reduces to; ``op`` is a ``kernels.semiring_ops`` additive code.
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+from kernels.semiring_ops import add_op
+
+
+@numba.njit(parallel=True, cache=True)
+def reduce_rows(ptr, val, hv, op, identity, one):
+    n = ptr.size - 1
+    out = np.empty(n, identity.dtype)
+    onev = one[0]
+    for i in prange(n):
+        lo = ptr[i]
+        hi = ptr[i + 1]
+        if hi == lo:
+            out[i] = identity[0]
+            continue
+        acc = val[lo] if hv else onev
+        for q in range(lo + 1, hi):
+            acc = add_op(op, acc, val[q] if hv else onev)
+        out[i] = acc
+    return out

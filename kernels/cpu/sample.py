@@ -1,0 +1,164 @@
+"""Row-wise ITS sampling kernels (CPU).
+
+Two entry points share ``kernels.its.sample_one_row``:
+
+* ``sample_csr``: sample the rows of a materialised CSR matrix P.
+* ``sample_gather``: sample the rows of ``Q @ A`` where every row of Q has at
+  most one entry, straight from A's rows (the fused path): the picks are the
+  ones ``sample_csr`` makes on the materialised product.
+
+Both return ``(indptr, positions)``: ``positions`` index the entries of the
+sampled matrix (P, or A for the fused path).  With replacement a row may hold
+repeated positions; ``dedup_sorted_rows`` folds them into counts.
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+from kernels.common import row_key
+from kernels.its import UNIFORM, row_stats, sample_one_row
+
+
+@numba.njit(cache=True, inline="always")
+def _k_of(k_scalar, k_arr, i):
+    if k_arr.size:
+        return np.int64(k_arr[i])
+    return np.int64(k_scalar)
+
+
+@numba.njit(cache=True, inline="always")
+def _rid_of(row_ids, i):
+    if row_ids.size:
+        return row_ids[i]
+    return np.int64(i)
+
+
+@numba.njit(cache=True, inline="always")
+def _slots(k, positives, replace):
+    if positives <= 0:
+        return np.int64(0)
+    if replace or k < positives:
+        return np.int64(k)
+    return np.int64(positives)
+
+
+@numba.njit(cache=True)
+def _exclusive_scan_into(counts):
+    """counts[0] must be 0 and counts[1:] the per-row sizes; scan in place."""
+    for i in range(1, counts.size):
+        counts[i] += counts[i - 1]
+
+
+@numba.njit(parallel=True, cache=True)
+def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
+               stream, replace):
+    """Sample every row of a CSR matrix; see the module docstring."""
+    n = indptr.size - 1
+    nnz = indptr[n]
+    prefix = np.empty(nnz if has_values else 0, np.float64)
+    positives = np.empty(n, np.int64)
+    modes = np.empty(n, np.uint8)
+    out_ptr = np.zeros(n + 1, np.int64)
+    for i in prange(n):
+        p, m = row_stats(indptr[i], indptr[i + 1], values, has_values,
+                         prefix, has_values)
+        positives[i] = p
+        modes[i] = m
+        out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
+    _exclusive_scan_into(out_ptr)
+    out = np.empty(out_ptr[n], np.int64)
+    for i in prange(n):
+        cnt = out_ptr[i + 1] - out_ptr[i]
+        if cnt:
+            key = row_key(seed, stream, _rid_of(row_ids, i))
+            sample_one_row(out, out_ptr[i], cnt, indptr[i], indptr[i + 1],
+                           values, has_values, prefix, modes[i], positives[i],
+                           key, replace)
+    return out_ptr, out
+
+
+@numba.njit(parallel=True, cache=True)
+def row_prefix(indptr, values):
+    """Per-row inclusive prefix sums (float64), positive counts and modes.
+
+    This is what the fused path caches on a weighted matrix: the same scan
+    ``sample_csr`` does on the fly, so both paths see identical prefixes.
+    """
+    n = indptr.size - 1
+    prefix = np.empty(indptr[n], np.float64)
+    positives = np.empty(n, np.int64)
+    modes = np.empty(n, np.uint8)
+    for i in prange(n):
+        p, m = row_stats(indptr[i], indptr[i + 1], values, True, prefix, True)
+        positives[i] = p
+        modes[i] = m
+    return prefix, positives, modes
+
+
+@numba.njit(parallel=True, cache=True)
+def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
+                  a_has_values, a_prefix, a_positives, a_modes, k_scalar,
+                  k_arr, row_ids, seed, stream, replace):
+    """Sample the rows of ``Q @ A`` for a Q with at most one entry per row.
+
+    ``q_scale`` holds Q's values as float64 (size 0 for a structural Q).  A
+    zero scale empties the row, as it would in the product; the caller has
+    rejected negative ones.  Positions returned index A's entries.
+    """
+    n = q_indptr.size - 1
+    out_ptr = np.zeros(n + 1, np.int64)
+    for i in prange(n):
+        if q_indptr[i + 1] == q_indptr[i]:
+            continue
+        if q_scale.size and q_scale[q_indptr[i]] == 0.0:
+            continue
+        r = q_indices[q_indptr[i]]
+        if a_has_values:
+            p = a_positives[r]
+        else:
+            p = a_indptr[r + 1] - a_indptr[r]
+        out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
+    _exclusive_scan_into(out_ptr)
+    out = np.empty(out_ptr[n], np.int64)
+    for i in prange(n):
+        cnt = out_ptr[i + 1] - out_ptr[i]
+        if cnt:
+            r = q_indices[q_indptr[i]]
+            if a_has_values:
+                p = a_positives[r]
+                m = a_modes[r]
+            else:
+                p = a_indptr[r + 1] - a_indptr[r]
+                m = UNIFORM
+            key = row_key(seed, stream, _rid_of(row_ids, i))
+            sample_one_row(out, out_ptr[i], cnt, a_indptr[r], a_indptr[r + 1],
+                           a_values, a_has_values, a_prefix, m, p, key,
+                           replace)
+    return out_ptr, out
+
+
+@numba.njit(parallel=True, cache=True)
+def dedup_sorted_rows(indptr, pos):
+    """Fold repeats in rows of sorted positions: (indptr, positions, counts)."""
+    n = indptr.size - 1
+    new_ptr = np.zeros(n + 1, np.int64)
+    for i in prange(n):
+        c = 0
+        for t in range(indptr[i], indptr[i + 1]):
+            if t == indptr[i] or pos[t] != pos[t - 1]:
+                c += 1
+        new_ptr[i + 1] = c
+    _exclusive_scan_into(new_ptr)
+    out = np.empty(new_ptr[n], np.int64)
+    counts = np.empty(new_ptr[n], np.int64)
+    for i in prange(n):
+        f = new_ptr[i] - 1
+        for t in range(indptr[i], indptr[i + 1]):
+            if t == indptr[i] or pos[t] != pos[t - 1]:
+                f += 1
+                out[f] = pos[t]
+                counts[f] = 1
+            else:
+                counts[f] += 1
+    return new_ptr, out, counts

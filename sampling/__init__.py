@@ -1,0 +1,1 @@
+"""Graph samplers (GraphSAGE, LADIES, FastGCN) composed from spla operators."""

@@ -1,0 +1,41 @@
+"""spla: GraphBLAS-style sparse linear algebra for sampling-based GNN training.
+
+The local matrix type is ``Matrix`` (canonical CSR on the CPU or a GPU).
+Operators are free functions in GraphBLAS vocabulary; ``mxm`` (and ``@``)
+is lazy, and ``sample_rows`` is the row-wise inverse-transform sampler the
+graph samplers are composed from.
+
+Examples
+--------
+>>> import numpy as np
+>>> import spla
+>>> A = spla.Matrix.from_dense(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]], dtype=np.float32))
+>>> Q = spla.Matrix.from_coo([0, 1], [2, 0], shape=(2, 3))   # select rows 2 and 0
+>>> S = spla.sample_rows(Q @ A, 1, seed=42)                  # one neighbour each
+>>> S.row_degrees()
+array([1, 1])
+"""
+
+from spla import semiring
+from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
+                              reduce_rowwise, select)
+from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError,
+                             IndexOutOfRange, InvalidCSR, InvalidValue,
+                             LayoutError, MissingDependency, SplaError)
+from spla.extract import extract, extract_cols, extract_rows
+from spla.matrix import Matrix
+from spla.mxm import MxmExpr, mxm
+from spla.sample import sample_rows
+from spla.structure import block_diag, compact_columns, transpose, vstack
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Matrix", "MxmExpr", "semiring",
+    "mxm", "extract", "extract_rows", "extract_cols", "compact_columns",
+    "reduce_rowwise", "apply", "select", "ewise_add", "ewise_mult",
+    "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows",
+    "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
+    "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",
+    "MissingDependency",
+]

@@ -1,0 +1,89 @@
+"""Where arrays live and which kernels run on them: the one dispatch point.
+
+numpy arrays run the ``kernels.cpu`` kernels, cupy arrays the
+``kernels.cuda`` ones.  cupy is imported only when a cupy array is met or a
+GPU is asked for, so the CPU path never needs it.
+"""
+
+import importlib
+import sys
+
+import numpy as np
+
+from spla.exceptions import DeviceMismatch, InvalidValue, MissingDependency
+
+CPU = "cpu"
+CUDA = "cuda"
+
+
+def cupy_or_none():
+    """The cupy module if it is already imported or importable, else None."""
+    mod = sys.modules.get("cupy")
+    if mod is not None:
+        return mod
+    try:
+        return importlib.import_module("cupy")
+    except Exception:  # ImportError, or a CUDA runtime that fails to load
+        return None
+
+
+def require_cupy(func):
+    cp = cupy_or_none()
+    if cp is None:
+        raise MissingDependency(
+            f"{func}: the GPU backend needs cupy; install it with "
+            "`pip install -e .[gpu]` (cupy-cuda12x) on a machine with a CUDA GPU")
+    return cp
+
+
+def device_of(arr):
+    """'cpu' for numpy arrays, 'cuda' for cupy arrays."""
+    if isinstance(arr, np.ndarray):
+        return CPU
+    cp = sys.modules.get("cupy")
+    if cp is not None and isinstance(arr, cp.ndarray):
+        return CUDA
+    return CPU
+
+
+def xp_of(device):
+    """The array module (numpy or cupy) of a device."""
+    if device == CPU:
+        return np
+    return require_cupy("spla")
+
+
+def normalize_device(func, device):
+    """Accept 'cpu', 'cuda', 'gpu' (alias) or 'cuda:0'; return 'cpu'/'cuda'."""
+    if isinstance(device, str):
+        d = device.lower()
+        if d == CPU:
+            return CPU
+        if d in (CUDA, "gpu") or d.startswith("cuda:"):
+            return CUDA
+    raise InvalidValue(f"{func}: argument 'device' must be 'cpu' or 'cuda'; got {device!r}")
+
+
+def same_device(func, *mats):
+    """The common device of matrices, or DeviceMismatch naming both."""
+    devs = {m.device for m in mats}
+    if len(devs) > 1:
+        raise DeviceMismatch(
+            f"{func}: operands must live on one device; got {sorted(devs)} "
+            "(move one with .to(device))")
+    return devs.pop()
+
+
+def kernels_for(device):
+    """The kernel package of a device: ``kernels.cpu`` or ``kernels.cuda``."""
+    if device == CPU:
+        return importlib.import_module("kernels.cpu")
+    require_cupy("spla")
+    return importlib.import_module("kernels.cuda")
+
+
+def to_host(arr):
+    """A numpy view/copy of a numpy or cupy array."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    return arr.get()

@@ -1,0 +1,121 @@
+"""Argument checks shared by every public operator.
+
+Each check raises with a message of one shape: ``func: argument 'name' must
+be <expected>; got <received>``.  Checks run once, at the public call site,
+before any kernel.
+"""
+
+import numbers
+import operator
+
+import numpy as np
+
+from spla._backend import device_of
+from spla.exceptions import (DTypeError, IndexOutOfRange, InvalidValue,
+                             SplaError)
+
+INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+VALUE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64),
+                np.dtype(np.int32), np.dtype(np.int64))
+
+
+def fail(cls, func, arg, expected, got):
+    """Raise ``cls`` with the house message shape."""
+    raise cls(f"{func}: argument {arg!r} must be {expected}; got {got}")
+
+
+def describe(x):
+    """Short description of a received value for error messages."""
+    if hasattr(x, "dtype") and hasattr(x, "shape"):
+        return f"array of shape {tuple(x.shape)} and dtype {x.dtype}"
+    r = repr(x)
+    return r if len(r) < 80 else r[:77] + "..."
+
+
+def as_int(func, arg, x, *, minimum=None):
+    """A Python int from an integral scalar (bools and floats refused)."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
+        try:
+            if isinstance(x, bool) or isinstance(x, float):
+                raise TypeError
+            x = operator.index(x)
+        except TypeError:
+            fail(InvalidValue, func, arg, "an integer", describe(x))
+    x = int(x)
+    if minimum is not None and x < minimum:
+        fail(InvalidValue, func, arg, f"an integer >= {minimum}", x)
+    return x
+
+
+def as_shape(func, shape):
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        fail(InvalidValue, func, "shape", "a pair (nrows, ncols)", describe(shape))
+    return (as_int(func, "shape[0]", shape[0], minimum=0),
+            as_int(func, "shape[1]", shape[1], minimum=0))
+
+
+def xp_array(x):
+    """The array module of x and x as an array (lists become numpy)."""
+    if device_of(x) == "cuda":
+        import cupy
+        return cupy, x
+    return np, np.asarray(x)
+
+
+def as_index_array(func, arg, x, bound=None, *, allow_empty=True):
+    """A 1-D int64 index array checked against ``[0, bound)``.
+
+    Accepts numpy/cupy arrays and sequences of integers; refuses floats and
+    bools (a float array of ids is almost always a bug upstream).
+    """
+    xp, a = xp_array(x)
+    if a.ndim != 1:
+        fail(InvalidValue, func, arg, "a 1-D array of indices", describe(a))
+    if a.size == 0:
+        if not allow_empty:
+            fail(InvalidValue, func, arg, "a non-empty array of indices", "an empty one")
+        return xp.zeros(0, np.int64)
+    if a.dtype.kind not in "iu":
+        fail(DTypeError, func, arg, "an integer array", describe(a))
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8 and int(a.max()) > np.iinfo(np.int64).max:
+        fail(IndexOutOfRange, func, arg, "indices below 2**63", f"{int(a.max())}")
+    a = a.astype(np.int64, copy=False)
+    lo = int(a.min())
+    if lo < 0:
+        fail(IndexOutOfRange, func, arg, "non-negative indices", f"{lo}")
+    if bound is not None:
+        hi = int(a.max())
+        if hi >= bound:
+            fail(IndexOutOfRange, func, arg, f"indices below {bound}", f"{hi}")
+    return a
+
+
+def value_dtype(func, arg, dtype):
+    """The supported value dtype equal to ``dtype``, or DTypeError."""
+    dtype = np.dtype(dtype)
+    if dtype not in VALUE_DTYPES:
+        fail(DTypeError, func, arg,
+             "values of dtype float32, float64, int32 or int64 "
+             "(or no values, for a structural matrix)", f"dtype {dtype}")
+    return dtype
+
+
+def check_weights(func, arg, values):
+    """Weights must be finite and non-negative (probabilities up to scale)."""
+    if values is None or values.size == 0:
+        return
+    xp = np if isinstance(values, np.ndarray) else xp_array(values)[0]
+    if values.dtype.kind == "f":
+        bad = ~xp.isfinite(values)
+        if bool(bad.any()):
+            pos = int(xp.flatnonzero(bad)[0])
+            fail(InvalidValue, func, arg, "finite weights (no NaN or inf)",
+                 f"{values[pos]} at entry {pos}")
+    neg = values < 0
+    if bool(neg.any()):
+        pos = int(xp.flatnonzero(neg)[0])
+        fail(InvalidValue, func, arg, "non-negative weights", f"{values[pos]} at entry {pos}")
+
+
+__all__ = ["SplaError", "fail", "describe", "as_int", "as_shape",
+           "as_index_array", "value_dtype", "check_weights"]

@@ -1,0 +1,29 @@
+"""Small array helpers that work on numpy and cupy alike."""
+
+import numpy as np
+
+
+def xp_of_array(a):
+    """numpy or cupy, whichever ``a`` belongs to."""
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+    return cupy
+
+
+def row_ids(indptr):
+    """The row of every entry of a CSR matrix (int64, length nnz)."""
+    xp = xp_of_array(indptr)
+    nnz = int(indptr[-1])
+    n = indptr.size - 1
+    if xp is np:
+        return np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    return xp.searchsorted(indptr, xp.arange(nnz, dtype=np.int64), side="right") - 1
+
+
+def indptr_from_counts(counts):
+    """Exclusive scan of per-row counts into an int64 indptr."""
+    xp = xp_of_array(counts)
+    ptr = xp.zeros(counts.size + 1, np.int64)
+    xp.cumsum(counts, out=ptr[1:])
+    return ptr

@@ -1,0 +1,282 @@
+"""Entry-wise operators: apply, select, ewise_add, ewise_mult, normalize_rows,
+and the row-wise reduction they build on."""
+
+import numpy as np
+
+from spla import _backend
+from spla._checks import describe, fail
+from spla._util import row_ids
+from spla.exceptions import DimensionMismatch, InvalidValue
+from spla.matrix import Matrix
+from spla.mxm import as_matrix, kernel_values
+from spla.semiring import as_monoid
+from kernels import semiring_ops as ops
+
+_UNARY = {
+    "identity": lambda xp, v: v,
+    "square": lambda xp, v: v * v,
+    "reciprocal": lambda xp, v: 1.0 / v.astype(np.float64) if v.dtype.kind in "iu" else 1 / v,
+    "abs": lambda xp, v: xp.abs(v),
+    "neg": lambda xp, v: -v,
+    "sqrt": lambda xp, v: xp.sqrt(v),
+    "exp": lambda xp, v: xp.exp(v),
+    "log": lambda xp, v: xp.log(v),
+    "one": lambda xp, v: xp.ones_like(v),
+}
+
+_MUL_OPS = {"times": ops.MUL_TIMES, "plus": ops.MUL_PLUS, "min": ops.MUL_MIN,
+            "max": ops.MUL_MAX, "first": ops.MUL_FIRST, "second": ops.MUL_SECOND,
+            "pair": ops.MUL_PAIR}
+
+
+def _values_or_ones(A):
+    return A.xp.ones(A.nnz, np.float64) if A.values is None else A.values
+
+
+def apply(A, op):
+    """Apply a unary operator to every stored value.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr
+    op : str or callable
+        One of ``identity, square, reciprocal, abs, neg, sqrt, exp, log,
+        one``, or a function of one scalar (a ``numba.njit`` function, or a
+        plain Python function that numba can compile).  A structural matrix's
+        values are taken as 1.
+
+    Returns
+    -------
+    Matrix
+        Same pattern; values as ``op`` returns them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, apply
+    >>> A = Matrix.from_dense(np.array([[2.0, 0.0], [0.0, -3.0]]))
+    >>> apply(A, "square").values
+    array([4., 9.])
+    >>> apply(A, lambda x: x + 1).values
+    array([ 3., -2.])
+    """
+    func = "apply"
+    A = as_matrix(func, "A", A)
+    v = _values_or_ones(A)
+    if isinstance(op, str):
+        if op not in _UNARY:
+            fail(InvalidValue, func, "op", f"a callable or one of {sorted(_UNARY)}", repr(op))
+        out = _UNARY[op](A.xp, v)
+    elif callable(op):
+        K = _backend.kernels_for(A.device)
+        out = K.ewise.map_values(v, _jit(op))
+    else:
+        fail(InvalidValue, func, "op", "a callable or an operator name", describe(op))
+    if out.dtype not in (np.float32, np.float64, np.int32, np.int64):
+        out = out.astype(np.float64 if out.dtype.kind in "fb" else np.int64)
+    return Matrix._new(A.indptr, A.indices, out, A.shape)
+
+
+def _jit(f):
+    import numba
+    from numba.core.registry import CPUDispatcher
+    return f if isinstance(f, CPUDispatcher) else numba.njit(f)
+
+
+_SELECT = ("tril", "triu", "diag", "offdiag", "row<", "row>=", "col<", "col>=",
+           "value>", "value>=", "value<", "value<=", "value==", "value!=", "nonzero")
+
+
+def select(A, predicate, thunk=0):
+    """Keep the entries for which a predicate holds.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr
+    predicate : str or callable
+        By index: ``tril`` (``j <= i + thunk``), ``triu`` (``j >= i + thunk``),
+        ``diag`` (``j == i + thunk``), ``offdiag``, ``row<``, ``row>=``,
+        ``col<``, ``col>=`` (compared with ``thunk``).  By value: ``value>``,
+        ``value>=``, ``value<``, ``value<=``, ``value==``, ``value!=``
+        (compared with ``thunk``), ``nonzero``.  Or a function
+        ``f(i, j, v) -> bool`` compiled with numba.
+    thunk : scalar, default 0
+
+    Returns
+    -------
+    Matrix
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, select
+    >>> A = Matrix.from_dense(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> select(A, "tril").to_dense()
+    array([[1., 0.],
+           [3., 4.]])
+    >>> select(A, "value>", 2.5).values
+    array([3., 4.])
+    """
+    func = "select"
+    A = as_matrix(func, "A", A)
+    xp = A.xp
+    if callable(predicate):
+        K = _backend.kernels_for(A.device)
+        vals, _ = kernel_values(A, A.dtype or np.float64)
+        if A.values is None:
+            vals = xp.ones(A.nnz, np.float64)
+        keep = K.ewise.select_mask(A.indptr, A.indices, vals, _jit(predicate))
+    elif predicate in _SELECT:
+        keep = _select_mask(xp, A, predicate, thunk)
+    else:
+        fail(InvalidValue, func, "predicate", f"a callable or one of {list(_SELECT)}",
+             repr(predicate))
+    return _filter(A, keep)
+
+
+def _select_mask(xp, A, pred, thunk):
+    i = row_ids(A.indptr)
+    j = A.indices.astype(np.int64)
+    v = _values_or_ones(A)
+    table = {
+        "tril": lambda: j <= i + thunk, "triu": lambda: j >= i + thunk,
+        "diag": lambda: j == i + thunk, "offdiag": lambda: j != i + thunk,
+        "row<": lambda: i < thunk, "row>=": lambda: i >= thunk,
+        "col<": lambda: j < thunk, "col>=": lambda: j >= thunk,
+        "value>": lambda: v > thunk, "value>=": lambda: v >= thunk,
+        "value<": lambda: v < thunk, "value<=": lambda: v <= thunk,
+        "value==": lambda: v == thunk, "value!=": lambda: v != thunk,
+        "nonzero": lambda: v != 0,
+    }
+    return table[pred]()
+
+
+def _filter(A, keep):
+    xp = A.xp
+    counts = xp.zeros(A.nrows + 1, np.int64)
+    if A.nnz:
+        kept_rows = row_ids(A.indptr)[keep]
+        counts[1:] = xp.bincount(kept_rows, minlength=A.nrows)
+    ptr = xp.cumsum(counts)
+    vals = None if A.values is None else A.values[keep]
+    return Matrix._new(ptr, A.indices[keep], vals, A.shape)
+
+
+def _ewise(func, A, B, union, code, structural_result):
+    A = as_matrix(func, "A", A)
+    B = as_matrix(func, "B", B)
+    if A.shape != B.shape:
+        fail(DimensionMismatch, func, "B", f"shape {A.shape} (A's shape)", f"shape {B.shape}")
+    _backend.same_device(func, A, B)
+    given = [d for d in (A.dtype, B.dtype) if d is not None]
+    dt = np.result_type(*given) if given else np.dtype(np.float64)
+    a_val, a_hv = kernel_values(A, dt)
+    b_val, b_hv = kernel_values(B, dt)
+    K = _backend.kernels_for(A.device)
+    ptr, idx, val = K.ewise.ewise(A.indptr, A.indices, a_val, a_hv, B.indptr, B.indices,
+                                  b_val, b_hv, union, code, A.xp.ones(1, dt))
+    from spla.matrix import _narrow_indices
+    structural = structural_result or (not given)
+    return Matrix._new(ptr, _narrow_indices(idx, A.ncols), None if structural else val, A.shape)
+
+
+def ewise_add(A, B, monoid="plus"):
+    """Union of two patterns; entries present in both are combined by ``monoid``.
+
+    Parameters
+    ----------
+    A, B : Matrix or MxmExpr, same shape
+    monoid : Monoid or str, default 'plus'
+        ``plus``, ``times``, ``min``, ``max`` or ``any``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, ewise_add
+    >>> A = Matrix.from_dense(np.array([[1.0, 0.0]]))
+    >>> B = Matrix.from_dense(np.array([[2.0, 5.0]]))
+    >>> ewise_add(A, B).to_dense()
+    array([[3., 5.]])
+    """
+    m = as_monoid("ewise_add", monoid)
+    return _ewise("ewise_add", A, B, True, m.code, False)
+
+
+def ewise_mult(A, B, op="times"):
+    """Intersection of two patterns, values combined by ``op``.
+
+    Parameters
+    ----------
+    A, B : Matrix or MxmExpr, same shape
+    op : str, default 'times'
+        ``times``, ``plus``, ``min``, ``max``, ``first``, ``second``, ``pair``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, ewise_mult
+    >>> A = Matrix.from_dense(np.array([[1.0, 3.0]]))
+    >>> B = Matrix.from_dense(np.array([[2.0, 0.0]]))
+    >>> ewise_mult(A, B).to_dense()
+    array([[2., 0.]])
+    """
+    func = "ewise_mult"
+    if op not in _MUL_OPS:
+        fail(InvalidValue, func, "op", f"one of {sorted(_MUL_OPS)}", repr(op))
+    return _ewise(func, A, B, False, _MUL_OPS[op], op == "pair")
+
+
+def reduce_rowwise(A, monoid="plus"):
+    """Reduce each row to one value: a dense 1-D array of length ``nrows``.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr
+    monoid : Monoid or str, default 'plus'
+        ``plus``, ``times``, ``min``, ``max``, ``any`` or ``count`` (entries
+        per row, int64).  An empty row gives the monoid's identity (0 for
+        plus, +inf for min, -inf for max; the integer extremes for integer
+        values).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, reduce_rowwise
+    >>> A = Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 0.0]]))
+    >>> reduce_rowwise(A)
+    array([3., 0.])
+    >>> reduce_rowwise(A, "count")
+    array([2, 0])
+    """
+    func = "reduce_rowwise"
+    A = as_matrix(func, "A", A)
+    if isinstance(monoid, str) and monoid == "count":
+        return A.row_degrees()
+    m = as_monoid(func, monoid)
+    dt = A.dtype or np.dtype(np.int64)
+    vals, hv = kernel_values(A, dt)
+    K = _backend.kernels_for(A.device)
+    ident = A.xp.asarray([m.identity_for(dt)], dtype=dt)
+    return K.reduce.reduce_rows(A.indptr, vals, hv, m.code, ident, A.xp.ones(1, dt))
+
+
+def normalize_rows(A):
+    """Scale each row to sum 1 (rows summing to 0 are left as they are).
+
+    Integer and structural matrices give float64 values; float32 stays float32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, normalize_rows
+    >>> normalize_rows(Matrix.from_dense(np.array([[1.0, 3.0], [0.0, 0.0]]))).to_dense()
+    array([[0.25, 0.75],
+           [0.  , 0.  ]])
+    """
+    A = as_matrix("normalize_rows", "A", A)
+    xp = A.xp
+    if A.values is None or A.dtype.kind in "iu":
+        A = A.astype(np.float64)
+    sums = reduce_rowwise(A, "plus")
+    safe = xp.where(sums == 0, 1, sums).astype(A.dtype)
+    return Matrix._new(A.indptr, A.indices, A.values / safe[row_ids(A.indptr)], A.shape)

@@ -1,0 +1,86 @@
+"""Row and column extraction: ``A[rows, :]``, ``A[:, cols]``, ``A[rows, cols]``."""
+
+from spla import _backend
+from spla._checks import as_index_array
+from spla.matrix import Matrix, _narrow_indices
+from spla.mxm import as_matrix
+
+
+def extract(A, rows=None, cols=None):
+    """The submatrix ``A[rows, cols]``; ``None`` keeps every row or column.
+
+    Index lists may repeat and come in any order: output row ``i`` is input
+    row ``rows[i]`` and output column ``t`` is input column ``cols[t]``.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr
+    rows, cols : array_like of int, optional
+
+    Returns
+    -------
+    Matrix
+        Shape ``(len(rows), len(cols))`` (or A's own dimension for ``None``).
+
+    Raises
+    ------
+    IndexOutOfRange
+        A negative index, or one not below the dimension it indexes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, extract
+    >>> A = Matrix.from_dense(np.arange(9.0).reshape(3, 3))
+    >>> extract(A, rows=[2, 0], cols=[1, 1]).to_dense()
+    array([[7., 7.],
+           [1., 1.]])
+    """
+    func = "extract"
+    A = as_matrix(func, "A", A)
+    if rows is not None:
+        rows = as_index_array(func, "rows", rows, A.nrows)
+    if cols is not None:
+        cols = as_index_array(func, "cols", cols, A.ncols)
+    K = _backend.kernels_for(A.device)
+    hv = A.values is not None
+    vals = A.values if hv else A.xp.zeros(0, "float64")
+    ptr, idx, nrows = A.indptr, A.indices, A.nrows
+    if rows is not None:
+        rows = A.xp.asarray(rows)
+        ptr, idx, vals = K.extract.gather_rows(ptr, idx, vals, hv, rows)
+        nrows = rows.size
+    ncols = A.ncols
+    if cols is not None:
+        cols = A.xp.asarray(cols)
+        ptr, idx, vals, _ = K.extract.extract_cols(ptr, idx, vals, hv, cols, A.ncols)
+        ncols = cols.size
+        idx = _narrow_indices(idx, ncols)
+    return Matrix._new(ptr, idx, vals if hv else None, (nrows, ncols))
+
+
+def extract_rows(A, rows):
+    """``A[rows, :]``; shorthand for ``extract(A, rows=rows)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, extract_rows
+    >>> extract_rows(Matrix.from_dense(np.eye(3)), [2]).to_dense()
+    array([[0., 0., 1.]])
+    """
+    return extract(A, rows=rows)
+
+
+def extract_cols(A, cols):
+    """``A[:, cols]``; shorthand for ``extract(A, cols=cols)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, extract_cols
+    >>> extract_cols(Matrix.from_dense(np.eye(2)), [1]).to_dense()
+    array([[0.],
+           [1.]])
+    """
+    return extract(A, cols=cols)

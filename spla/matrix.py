@@ -1,0 +1,518 @@
+"""``spla.Matrix``: a local sparse matrix in canonical CSR.
+
+Canonical means: ``indptr`` is int64, starts at 0, never decreases and ends
+at ``nnz``; column indices (int32 or int64) are strictly increasing within
+each row (sorted, no duplicates).  ``values`` is a 1-D array of float32,
+float64, int32 or int64, or ``None`` for a *structural* matrix, whose every
+stored entry counts as 1 (a graph's pattern costs no value array).
+
+A matrix is immutable: its arrays are read-only views, and every operator
+returns a new matrix.  That is what lets derived data (the per-row prefix
+sums the fused sampler needs) be cached on the matrix safely.
+
+The arrays live on one device: numpy arrays on the CPU, cupy arrays on the
+GPU.  Operators run the kernels of that device.
+"""
+
+import numpy as np
+
+from spla import _backend
+from spla._util import row_ids
+from spla._checks import (INDEX_DTYPES, as_index_array, as_shape, describe,
+                          fail, value_dtype)
+from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
+                             InvalidCSR, InvalidValue)
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _readonly(a):
+    if isinstance(a, np.ndarray) and a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
+class Matrix:
+    """A sparse matrix in canonical CSR form, on the CPU or a GPU.
+
+    Build one with a factory (``from_csr``, ``from_coo``, ``from_scipy``,
+    ``from_dense``, ``from_cupyx``), never with the constructor.
+
+    Attributes
+    ----------
+    indptr : int64 array, shape (nrows + 1,)
+    indices : int32 or int64 array, shape (nnz,)
+    values : array of shape (nnz,) or None
+        None for a structural (pattern) matrix.
+    shape : tuple of int
+    nnz : int
+    dtype : numpy.dtype or None
+        None for a structural matrix.
+    device : {'cpu', 'cuda'}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix
+    >>> A = Matrix.from_coo([0, 0, 2], [1, 2, 0], [1.0, 2.0, 3.0], shape=(3, 3))
+    >>> A
+    <spla.Matrix 3x3, nnz=3, dtype=float64, device=cpu>
+    >>> A.indptr
+    array([0, 2, 2, 3])
+    """
+
+    __slots__ = ("_indptr", "_indices", "_values", "_shape", "_cache",
+                 "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(
+            "Matrix: use a factory (Matrix.from_csr, from_coo, from_scipy, "
+            "from_dense, from_cupyx) to build a matrix")
+
+    # ---- construction -------------------------------------------------
+    @classmethod
+    def _new(cls, indptr, indices, values, shape):
+        """Unchecked constructor for internal use: arrays must be canonical."""
+        self = object.__new__(cls)
+        self._indptr = _readonly(indptr)
+        self._indices = _readonly(indices)
+        self._values = None if values is None else _readonly(values)
+        self._shape = (int(shape[0]), int(shape[1]))
+        self._cache = {}
+        return self
+
+    @classmethod
+    def from_csr(cls, indptr, indices, values=None, shape=None, *, check=True):
+        """A matrix from CSR arrays (no copy when they are already canonical).
+
+        Parameters
+        ----------
+        indptr : array_like of int, shape (nrows + 1,)
+        indices : array_like of int, shape (nnz,)
+            Column indices, strictly increasing within each row.
+        values : array_like, shape (nnz,), optional
+            Omit for a structural matrix.
+        shape : (int, int), optional
+            Defaults to ``(len(indptr) - 1, max(indices) + 1)``.
+        check : bool, default True
+            Verify the arrays (lengths, monotone ``indptr``, indices in range,
+            sorted rows without duplicates).  ``check=False`` trusts them:
+            only for arrays produced by spla itself.
+
+        Returns
+        -------
+        Matrix
+
+        Raises
+        ------
+        InvalidCSR
+            Inconsistent or non-canonical arrays (use ``from_coo`` to
+            canonicalise unsorted or duplicated entries).
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> Matrix.from_csr([0, 1, 2], [1, 0], [5.0, 6.0]).to_dense()
+        array([[0., 5.],
+               [6., 0.]])
+        """
+        func = "Matrix.from_csr"
+        xp, indptr = _array(indptr)
+        _, indices = _array(indices, like=xp)
+        if values is not None:
+            _, values = _array(values, like=xp)
+        if check:
+            return _checked_csr(func, xp, indptr, indices, values, shape)
+        if shape is None:
+            shape = (indptr.size - 1, int(indices.max()) + 1 if indices.size else 0)
+        return cls._new(indptr, indices, values, shape)
+
+    @classmethod
+    def from_coo(cls, rows, cols, values=None, shape=None, *, duplicates="sum"):
+        """A matrix from coordinates, in any order.
+
+        Parameters
+        ----------
+        rows, cols : array_like of int, shape (nnz,)
+        values : array_like, shape (nnz,), optional
+            Omit for a structural matrix.
+        shape : (int, int), optional
+            Defaults to one past the largest row and column index.
+        duplicates : {'sum', 'error'}, default 'sum'
+            Repeated coordinates are summed (a structural matrix keeps one),
+            or rejected with ``InvalidCSR``.
+
+        Returns
+        -------
+        Matrix
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> Matrix.from_coo([1, 0, 1], [0, 1, 0], [1.0, 2.0, 3.0]).to_dense()
+        array([[0., 2.],
+               [4., 0.]])
+        """
+        func = "Matrix.from_coo"
+        if duplicates not in ("sum", "error"):
+            fail(InvalidValue, func, "duplicates", "'sum' or 'error'", repr(duplicates))
+        xp, r = _array(rows)
+        _, c = _array(cols, like=xp)
+        if r.ndim != 1 or c.ndim != 1 or r.size != c.size:
+            fail(DimensionMismatch, func, "rows/cols", "1-D arrays of equal length",
+                 f"{describe(r)} and {describe(c)}")
+        if shape is None:
+            shape = (int(r.max()) + 1 if r.size else 0, int(c.max()) + 1 if c.size else 0)
+        nrows, ncols = as_shape(func, shape)
+        r = as_index_array(func, "rows", r, nrows)
+        c = as_index_array(func, "cols", c, ncols)
+        hv = values is not None
+        if hv:
+            _, values = _array(values, like=xp)
+            if values.ndim != 1 or values.size != r.size:
+                fail(DimensionMismatch, func, "values", f"a 1-D array of length {r.size}",
+                     describe(values))
+            value_dtype(func, "values", values.dtype)
+        K = _backend.kernels_for(_backend.device_of(r))
+        vals = values if hv else xp.zeros(0, np.float64)
+        ptr, idx, val, first_dup = K.csr.coo_to_csr(r, c, vals, hv, nrows,
+                                                   duplicates == "sum")
+        if first_dup >= 0 and duplicates == "error":
+            fail(InvalidCSR, func, "rows/cols", "distinct coordinates",
+                 f"a repeat of ({int(r[first_dup])}, {int(c[first_dup])}) at position {first_dup}")
+        return cls._new(ptr, _narrow_indices(idx, ncols), val if hv else None,
+                        (nrows, ncols))
+
+    @classmethod
+    def from_scipy(cls, S, *, structural=False):
+        """A matrix from any scipy.sparse matrix or array (canonicalised).
+
+        Parameters
+        ----------
+        S : scipy.sparse matrix or array
+        structural : bool, default False
+            Drop the values and keep the pattern.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> from spla import Matrix
+        >>> Matrix.from_scipy(sp.eye(3, format="csr"))
+        <spla.Matrix 3x3, nnz=3, dtype=float64, device=cpu>
+        """
+        import scipy.sparse as sp
+        if not sp.issparse(S):
+            fail(DTypeError, "Matrix.from_scipy", "S", "a scipy.sparse matrix", describe(S))
+        S = S.tocsr()
+        if not S.has_canonical_format:
+            S = S.copy()
+            S.sum_duplicates()
+        values = None if structural else S.data
+        if values is not None and values.dtype == np.bool_:
+            values = None
+        elif values is not None and np.dtype(values.dtype) not in (
+                np.float32, np.float64, np.int32, np.int64):
+            values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64)
+        return cls.from_csr(S.indptr.astype(np.int64), S.indices, values, S.shape)
+
+    @classmethod
+    def from_dense(cls, D, *, structural=False):
+        """A matrix holding the nonzeros of a 2-D numpy/cupy array.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spla import Matrix
+        >>> Matrix.from_dense(np.eye(2)).nnz
+        2
+        """
+        xp, D = _array(D)
+        if D.ndim != 2:
+            fail(DimensionMismatch, "Matrix.from_dense", "D", "a 2-D array", describe(D))
+        r, c = xp.nonzero(D)
+        vals = None if structural else D[r, c]
+        if vals is not None and vals.dtype == np.bool_:
+            vals = None
+        return cls.from_coo(r, c, vals, D.shape)
+
+    @classmethod
+    def from_cupyx(cls, S, *, structural=False):
+        """A GPU matrix from a ``cupyx.scipy.sparse`` matrix (canonicalised)."""
+        S = S.tocsr()
+        S.sum_duplicates()
+        cp = _backend.require_cupy("Matrix.from_cupyx")
+        values = None if structural else S.data
+        return cls.from_csr(S.indptr.astype(cp.int64), S.indices, values, S.shape)
+
+    # ---- metadata -----------------------------------------------------
+    @property
+    def indptr(self):
+        return self._indptr
+
+    @property
+    def indices(self):
+        return self._indices
+
+    @property
+    def values(self):
+        return self._values
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def nrows(self):
+        return self._shape[0]
+
+    @property
+    def ncols(self):
+        return self._shape[1]
+
+    @property
+    def nnz(self):
+        return int(self._indices.size)
+
+    @property
+    def dtype(self):
+        return None if self._values is None else self._values.dtype
+
+    @property
+    def is_structural(self):
+        """True for a matrix without values (every entry counts as 1)."""
+        return self._values is None
+
+    @property
+    def device(self):
+        return _backend.device_of(self._indptr)
+
+    @property
+    def xp(self):
+        """numpy or cupy: the array module of this matrix's arrays."""
+        return _backend.xp_of(self.device)
+
+    def row_degrees(self):
+        """Entries per row (int64 array).
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> Matrix.from_coo([0, 0, 2], [0, 1, 1], shape=(3, 2)).row_degrees()
+        array([2, 0, 1])
+        """
+        return self.xp.diff(self._indptr)
+
+    def __repr__(self):
+        dt = "structural" if self._values is None else str(self._values.dtype)
+        return (f"<spla.Matrix {self.nrows}x{self.ncols}, nnz={self.nnz}, "
+                f"dtype={dt}, device={self.device}>")
+
+    # ---- conversions ------------------------------------------------------
+    def structure(self):
+        """The same pattern without values (shares the index arrays).
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> Matrix.from_coo([0], [1], [2.5]).structure()
+        <spla.Matrix 1x2, nnz=1, dtype=structural, device=cpu>
+        """
+        if self._values is None:
+            return self
+        return Matrix._new(self._indptr, self._indices, None, self._shape)
+
+    def with_values(self, values):
+        """The same pattern with new values (checked for length and dtype).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spla import Matrix
+        >>> A = Matrix.from_coo([0, 1], [1, 0], shape=(2, 2))
+        >>> A.with_values(np.array([2.0, 3.0])).values
+        array([2., 3.])
+        """
+        func = "Matrix.with_values"
+        _, values = _array(values, like=self.xp)
+        if values.ndim != 1 or values.size != self.nnz:
+            fail(DimensionMismatch, func, "values", f"a 1-D array of length {self.nnz}",
+                 describe(values))
+        value_dtype(func, "values", values.dtype)
+        return Matrix._new(self._indptr, self._indices, values, self._shape)
+
+    def astype(self, dtype):
+        """A copy with values cast to ``dtype`` (a structural matrix gets ones)."""
+        dtype = value_dtype("Matrix.astype", "dtype", dtype)
+        if self._values is None:
+            vals = self.xp.ones(self.nnz, dtype)
+        else:
+            vals = self._values.astype(dtype)
+        return Matrix._new(self._indptr, self._indices, vals, self._shape)
+
+    def to_scipy(self):
+        """A ``scipy.sparse.csr_matrix`` on the host (ones for a structural matrix).
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> Matrix.from_coo([0], [1], [2.0]).to_scipy().toarray()
+        array([[0., 2.]])
+        """
+        import scipy.sparse as sp
+        h = _backend.to_host
+        vals = (np.ones(self.nnz, np.float64) if self._values is None
+                else h(self._values))
+        return sp.csr_matrix((vals, h(self._indices), h(self._indptr)), shape=self._shape)
+
+    def to_cupyx(self):
+        """A ``cupyx.scipy.sparse.csr_matrix`` on the GPU."""
+        _backend.require_cupy("Matrix.to_cupyx")
+        import cupyx.scipy.sparse as csp
+        m = self.to("cuda")
+        vals = m.xp.ones(m.nnz, np.float64) if m.values is None else m.values
+        if vals.dtype.kind in "iu":
+            vals = vals.astype(np.float64)  # cuSPARSE supports floating types only
+        return csp.csr_matrix((vals, m.indices, m.indptr), shape=m.shape)
+
+    def to_dense(self):
+        """A dense 2-D array on this matrix's device (ones for a structural matrix)."""
+        xp = self.xp
+        dtype = np.float64 if self._values is None else self._values.dtype
+        D = xp.zeros(self._shape, dtype)
+        D[row_ids(self._indptr), self._indices] = 1 if self._values is None else self._values
+        return D
+
+    def to(self, device):
+        """This matrix on ``device`` ('cpu' or 'cuda'); itself if already there.
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> A = Matrix.from_coo([0], [0], [1.0])
+        >>> A.to("cpu") is A
+        True
+        """
+        device = _backend.normalize_device("Matrix.to", device)
+        if device == self.device:
+            return self
+        if device == "cpu":
+            conv = _backend.to_host
+        else:
+            cp = _backend.require_cupy("Matrix.to")
+            conv = cp.asarray
+        vals = None if self._values is None else conv(self._values)
+        return Matrix._new(conv(self._indptr), conv(self._indices), vals, self._shape)
+
+    def isequal(self, other):
+        """Same shape, pattern, dtype and values (exact comparison).
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> A = Matrix.from_coo([0], [0], [1.0])
+        >>> A.isequal(Matrix.from_coo([0], [0], [1.0]))
+        True
+        """
+        if not isinstance(other, Matrix) or other.shape != self.shape:
+            return False
+        if other.device != self.device or other.nnz != self.nnz:
+            return False
+        xp = self.xp
+        if not bool(xp.array_equal(self._indptr, other._indptr)):
+            return False
+        if not bool(xp.array_equal(self._indices, other._indices)):
+            return False
+        if (self._values is None) != (other._values is None):
+            return False
+        if self._values is None:
+            return True
+        return self.dtype == other.dtype and bool(xp.array_equal(self._values, other._values))
+
+    # ---- operators --------------------------------------------------------
+    def __matmul__(self, other):
+        from spla.mxm import mxm
+        return mxm(self, other)
+
+    @property
+    def T(self):
+        """The transpose (a new matrix)."""
+        from spla.structure import transpose
+        return transpose(self)
+
+    def __getitem__(self, key):
+        """``A[rows, cols]`` with index arrays or ``:``; see ``spla.extract``."""
+        from spla.extract import extract
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise IndexOutOfRange("Matrix.__getitem__: use A[rows, cols] with arrays or ':'")
+        r, c = key
+        full = slice(None)
+        return extract(self, None if r == full else r, None if c == full else c)
+
+
+def _array(x, like=None):
+    """(xp, array) keeping cupy arrays on the GPU and numpy-ing the rest."""
+    dev = _backend.device_of(x)
+    if dev == "cuda":
+        import cupy
+        return cupy, x
+    if like is not None and like is not np:
+        return like, like.asarray(x)
+    return np, np.asarray(x)
+
+
+def _narrow_indices(idx, ncols):
+    """int32 column indices when they fit (halves memory traffic), else int64."""
+    if ncols <= _INT32_MAX and idx.dtype != np.int32:
+        return idx.astype(np.int32)
+    return idx
+
+
+def _checked_csr(func, xp, indptr, indices, values, shape):
+    if indptr.ndim != 1 or indptr.size < 1:
+        fail(InvalidCSR, func, "indptr", "a 1-D array of length nrows + 1", describe(indptr))
+    if indptr.dtype.kind not in "iu":
+        fail(DTypeError, func, "indptr", "an integer array", describe(indptr))
+    if indices.ndim != 1 or (indices.size and indices.dtype.kind not in "iu"):
+        fail(DTypeError, func, "indices", "a 1-D integer array", describe(indices))
+    indptr = indptr.astype(np.int64, copy=False)
+    nrows = indptr.size - 1
+    if shape is None:
+        shape = (nrows, int(indices.max()) + 1 if indices.size else 0)
+    nrows_s, ncols = as_shape(func, shape)
+    if nrows_s != nrows:
+        fail(DimensionMismatch, func, "indptr", f"length {nrows_s + 1} for shape {shape}",
+             f"length {indptr.size}")
+    if int(indptr[0]) != 0:
+        fail(InvalidCSR, func, "indptr", "an array starting at 0", f"indptr[0] = {int(indptr[0])}")
+    if nrows and bool((indptr[1:] < indptr[:-1]).any()):
+        pos = int(xp.flatnonzero(indptr[1:] < indptr[:-1])[0])
+        fail(InvalidCSR, func, "indptr", "a non-decreasing array",
+             f"indptr[{pos + 1}] = {int(indptr[pos + 1])} < indptr[{pos}] = {int(indptr[pos])}")
+    if int(indptr[-1]) != indices.size:
+        fail(InvalidCSR, func, "indices", f"length indptr[-1] = {int(indptr[-1])}",
+             f"length {indices.size}")
+    if values is not None:
+        if values.ndim != 1 or values.size != indices.size:
+            fail(InvalidCSR, func, "values", f"a 1-D array of length {indices.size}",
+                 describe(values))
+        value_dtype(func, "values", values.dtype)
+    if indices.dtype not in INDEX_DTYPES:
+        indices = indices.astype(np.int64)
+    if indices.dtype == np.int32 and ncols > _INT32_MAX:
+        fail(DTypeError, func, "indices", "int64 indices for more than 2**31 - 1 columns",
+             "int32")
+    if indices.size:
+        lo, hi = int(indices.min()), int(indices.max())
+        if lo < 0:
+            fail(IndexOutOfRange, func, "indices", "non-negative column indices", lo)
+        if hi >= ncols:
+            fail(IndexOutOfRange, func, "indices", f"column indices below {ncols}", hi)
+    K = _backend.kernels_for(_backend.device_of(indptr))
+    bad = int(K.csr.first_unsorted(indptr, indices))
+    if bad >= 0:
+        fail(InvalidCSR, func, "indices",
+             "strictly increasing column indices within each row (canonical CSR; "
+             "Matrix.from_coo sorts and sums duplicates)",
+             f"{int(indices[bad])} after {int(indices[bad - 1])} at entry {bad}")
+    return Matrix._new(indptr, indices, values, (nrows, ncols))

@@ -1,0 +1,180 @@
+"""Sparse matrix times sparse matrix over a semiring, evaluated lazily.
+
+``mxm(A, B)`` (and ``A @ B``) checks its operands at once and returns an
+``MxmExpr``: nothing is computed until the product is *materialised*, by
+``expr.new()`` or by an operator that needs every entry (any operator given
+an expression where it expects a matrix materialises it).  Operators that can
+do better consume the expression directly: ``sample_rows(Q @ A, k)`` with a
+row-selection ``Q`` samples straight from A's rows and never forms ``Q @ A``.
+"""
+
+import sys
+
+import numpy as np
+
+from spla import _backend
+from spla._checks import describe, fail
+from spla.exceptions import DimensionMismatch, DTypeError
+from spla.matrix import Matrix, _narrow_indices
+from spla.semiring import as_semiring, plus_times
+
+
+class MxmExpr:
+    """A lazy product ``A ⊕.⊗ B``; call ``.new()`` to compute it.
+
+    Attributes
+    ----------
+    a, b : Matrix
+        The operands (already checked).
+    semiring : Semiring
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix
+    >>> A = Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    >>> P = A @ A
+    >>> P
+    <spla.MxmExpr (lazy) 2x2 = A(2x2, nnz=3) plus_times B(2x2, nnz=3); .new() computes it>
+    >>> P.new().to_dense()
+    array([[1., 8.],
+           [0., 9.]])
+    """
+
+    __slots__ = ("a", "b", "semiring")
+
+    def __init__(self, a, b, semiring):
+        self.a = a
+        self.b = b
+        self.semiring = semiring
+
+    @property
+    def shape(self):
+        return (self.a.nrows, self.b.ncols)
+
+    @property
+    def device(self):
+        return self.a.device
+
+    @property
+    def dtype(self):
+        return self.semiring.output_dtype(self.a.dtype, self.b.dtype)
+
+    def is_row_selection(self):
+        """True when every row of A has at most one entry (a scaled row gather)."""
+        return _max_row_nnz(self.a) <= 1
+
+    def new(self):
+        """Compute the product: a new ``Matrix``."""
+        return _compute(self.a, self.b, self.semiring)
+
+    def __matmul__(self, other):
+        return mxm(self, other)
+
+    def __rmatmul__(self, other):
+        return mxm(other, self)
+
+    def __repr__(self):
+        a, b = self.a, self.b
+        return (f"<spla.MxmExpr (lazy) {self.shape[0]}x{self.shape[1]} = "
+                f"A({a.nrows}x{a.ncols}, nnz={a.nnz}) {self.semiring.name} "
+                f"B({b.nrows}x{b.ncols}, nnz={b.nnz}); .new() computes it>")
+
+
+def as_matrix(func, arg, x):
+    """A Matrix from a Matrix or a lazy expression (materialised)."""
+    if isinstance(x, Matrix):
+        return x
+    if isinstance(x, MxmExpr):
+        return x.new()
+    fail(DTypeError, func, arg, "a spla.Matrix (or a lazy expression)", describe(x))
+
+
+def mxm(A, B, semiring=plus_times):
+    """Sparse matrix product ``A ⊕.⊗ B`` over a semiring (lazy).
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr, shape (m, k)
+    B : Matrix or MxmExpr, shape (k, n)
+    semiring : Semiring or str, default ``plus_times``
+        See ``spla.semiring``; a structural operand counts its entries as 1.
+
+    Returns
+    -------
+    MxmExpr
+        Call ``.new()`` for the ``Matrix``; operators accept it as is.  When
+        ``A`` or ``B`` is a ``DistMatrix``, the distributed product (a
+        ``DistMatrix``) is returned at once.
+
+    Raises
+    ------
+    DimensionMismatch
+        ``A.ncols != B.nrows``.
+    DeviceMismatch
+        Operands on different devices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, mxm, semiring
+    >>> A = Matrix.from_dense(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    >>> mxm(A, A, semiring.plus_pair).new().to_dense()
+    array([[1, 0],
+           [0, 1]])
+    """
+    func = "mxm"
+    sr = as_semiring(func, semiring)
+    dist = _dist_dispatch(A, B, sr)
+    if dist is not None:
+        return dist
+    A = as_matrix(func, "A", A)
+    B = as_matrix(func, "B", B)
+    if A.ncols != B.nrows:
+        fail(DimensionMismatch, func, "B", f"a matrix with {A.ncols} rows (A.ncols)",
+             f"shape {B.shape}")
+    _backend.same_device(func, A, B)
+    return MxmExpr(A, B, sr)
+
+
+def _dist_dispatch(A, B, sr):
+    # A DistMatrix can only exist once spla.dist is imported: no import here.
+    dist = sys.modules.get("spla.dist")
+    if dist is not None and (isinstance(A, dist.DistMatrix) or isinstance(B, dist.DistMatrix)):
+        return dist.dist_mxm(A, B, sr)
+    return None
+
+
+def _max_row_nnz(M):
+    if M.nrows == 0:
+        return 0
+    return int(M.xp.diff(M.indptr).max())
+
+
+def kernel_values(M, dtype):
+    """(values cast to dtype or an empty array, has_values) for kernels."""
+    if M.values is None:
+        return M.xp.zeros(0, dtype), False
+    return M.values.astype(dtype, copy=False), True
+
+
+def _compute(A, B, sr):
+    xp = A.xp
+    K = _backend.kernels_for(A.device)
+    out_dt = sr.output_dtype(A.dtype, B.dtype)
+    cdt = np.dtype(np.int64) if out_dt is None else out_dt
+    a_val, a_hv = kernel_values(A, cdt)
+    b_val, b_hv = kernel_values(B, cdt)
+    one = xp.ones(1, cdt)
+    if _max_row_nnz(A) <= 1:
+        ptr, idx, val = K.spgemm.spgemm_gather(A.indptr, A.indices, a_val, a_hv,
+                                               B.indptr, B.indices, b_val, b_hv,
+                                               sr.mul_code, one)
+    else:
+        ptr = K.spgemm.spgemm_symbolic(A.indptr, A.indices, B.indptr, B.indices, B.ncols)
+        idx, val = K.spgemm.spgemm_numeric(A.indptr, A.indices, a_val, a_hv,
+                                           B.indptr, B.indices, b_val, b_hv,
+                                           B.ncols, ptr, sr.monoid.code,
+                                           sr.mul_code, one)
+    return Matrix._new(ptr, _narrow_indices(idx, B.ncols),
+                       None if out_dt is None else val, (A.nrows, B.ncols))

@@ -1,0 +1,194 @@
+"""Row-wise inverse-transform sampling: ``sample_rows``.
+
+Given a lazy ``Q @ A`` whose Q selects at most one row of A per output row
+(GraphSAGE's case), ``sample_rows`` samples straight from A's rows (*fused*):
+uniform rows by direct index, weighted rows by a binary search in A's per-row
+prefix sums, computed once per matrix and cached on it.  Any other input is
+materialised and sampled row by row.  Both paths return the same picks for
+the same seed (exactly, when Q's values are 1 or powers of two; a general
+scale changes floating-point rounding of the prefix sums).
+
+Cached prefix sums cost 8 bytes per entry of A plus 9 bytes per row; they are
+kept in ``A._cache`` and die with A (matrices are immutable).
+"""
+
+import numpy as np
+
+from spla import _backend
+from spla._checks import as_index_array, as_int, check_weights, describe, fail
+from spla._util import row_ids as _row_of_entry
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.matrix import Matrix
+from spla.mxm import MxmExpr, as_matrix
+from kernels import semiring_ops as ops
+
+_U64 = 2 ** 64
+
+
+def _as_u64(func, arg, x):
+    x = as_int(func, arg, x, minimum=0)
+    if x >= _U64:
+        fail(InvalidValue, func, arg, "an integer below 2**64", x)
+    return np.uint64(x)
+
+
+def _as_k(func, k, nrows, xp):
+    """(k_scalar, k_array): a scalar k >= 1, or one k >= 0 per row."""
+    if np.ndim(k) == 0 and not hasattr(k, "shape") or (hasattr(k, "shape") and k.shape == ()):
+        if isinstance(k, (float, np.floating)) and float(k).is_integer():
+            fail(InvalidValue, func, "k", "an integer >= 1 (not a float)", repr(k))
+        return as_int(func, "k", k, minimum=1), xp.zeros(0, np.int64)
+    _, arr = (xp, xp.asarray(k))
+    if arr.ndim != 1 or arr.size != nrows:
+        fail(DimensionMismatch, func, "k", f"a scalar or a 1-D array of length {nrows}",
+             describe(arr))
+    if arr.dtype.kind not in "iu":
+        fail(DTypeError, func, "k", "integers", describe(arr))
+    if arr.size and int(arr.min()) < 0:
+        fail(InvalidValue, func, "k", "per-row counts >= 0", int(arr.min()))
+    return 0, arr.astype(np.int64)
+
+
+def _prefix_cache(A):
+    """A's per-row prefix sums, positive counts and modes (cached on A)."""
+    cached = A._cache.get("its_prefix")
+    if cached is None:
+        check_weights("sample_rows", "P (the values of A in Q @ A)", A.values)
+        K = _backend.kernels_for(A.device)
+        cached = K.sample.row_prefix(A.indptr, A.values)
+        A._cache["its_prefix"] = cached
+    return cached
+
+
+def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
+                return_counts=False):
+    """Draw ``k`` entries from each row of ``P`` with probability ∝ value.
+
+    Parameters
+    ----------
+    P : Matrix or MxmExpr
+        Non-negative, finite weights (need not be normalised); a structural
+        matrix samples uniformly.  A lazy ``Q @ A`` whose Q has at most one
+        entry per row is sampled without forming the product.
+    k : int or array of int
+        Picks per row: a scalar >= 1, or one count >= 0 per row.
+    seed : int
+        User seed, ``0 <= seed < 2**64``.
+    stream : int, default 0
+        A second key (epoch, layer, ...), ``0 <= stream < 2**64``.
+    replace : bool, default False
+        Without replacement, picks in a row are distinct, a row with at most
+        ``k`` positive entries keeps them all, and the law is that of
+        sequential sampling without replacement.  With replacement, each
+        pick is ``j`` with probability ``w_j / sum(w)``; repeats are folded
+        into one entry (see ``return_counts``).
+    row_ids : array of int, optional
+        Global id of every row (default: its position).  A row's picks depend
+        only on ``(seed, stream, row id)`` and its weights: never on the
+        other rows, the thread count or the backend.
+    return_counts : bool, default False
+        Also return, per output entry, how many draws picked it (all ones
+        without replacement).
+
+    Returns
+    -------
+    Matrix or (Matrix, ndarray)
+        Same shape as P, holding the picked entries with their values
+        (structural if P is).
+
+    Raises
+    ------
+    InvalidValue
+        ``k`` < 1 (or a per-row count < 0), a negative, NaN or infinite
+        weight, a seed or stream out of range.
+    DimensionMismatch
+        ``k`` or ``row_ids`` of the wrong length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, sample_rows
+    >>> A = Matrix.from_dense(np.array([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 5.0, 0.0]]))
+    >>> S = sample_rows(A, 2, seed=7)
+    >>> S.row_degrees()
+    array([2, 1])
+    >>> S.isequal(sample_rows(A, 2, seed=7))
+    True
+    """
+    func = "sample_rows"
+    if not isinstance(P, (Matrix, MxmExpr)):
+        fail(DTypeError, func, "P", "a spla.Matrix or a lazy Q @ A", describe(P))
+    nrows = P.shape[0]
+    xp = _backend.xp_of(P.device)
+    seed = _as_u64(func, "seed", seed)
+    stream = _as_u64(func, "stream", stream)
+    k_scalar, k_arr = _as_k(func, k, nrows, xp)
+    if row_ids is None:
+        rid = xp.zeros(0, np.int64)
+    else:
+        rid = as_index_array(func, "row_ids", row_ids)
+        if rid.size != nrows:
+            fail(DimensionMismatch, func, "row_ids", f"a 1-D array of length {nrows}",
+                 describe(rid))
+        rid = xp.asarray(rid)
+    replace = bool(replace)
+    K = _backend.kernels_for(P.device)
+    if isinstance(P, MxmExpr) and P.semiring.scales_rows and P.is_row_selection():
+        ptr, pos, indices, values_of = _sample_fused(P, K, k_scalar, k_arr, rid, seed,
+                                                     stream, replace)
+    else:
+        M = as_matrix(func, "P", P)
+        check_weights(func, "P", M.values)
+        vals = M.values if M.values is not None else xp.zeros(0, np.float64)
+        ptr, pos = K.sample.sample_csr(M.indptr, vals, M.values is not None, k_scalar,
+                                       k_arr, rid, seed, stream, replace)
+        indices = M.indices
+
+        def values_of(ptr, pos):
+            return None if M.values is None else M.values[pos]
+    counts = None
+    if replace:
+        ptr, pos, counts = K.sample.dedup_sorted_rows(ptr, pos)
+    S = Matrix._new(ptr, indices[pos], values_of(ptr, pos), P.shape)
+    if return_counts:
+        return S, counts if counts is not None else xp.ones(S.nnz, np.int64)
+    return S
+
+
+def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
+    """Sample ``Q @ A`` from A's rows: (ptr, positions in A, A.indices, values_of)."""
+    Q, A = expr.a, expr.b
+    xp = A.xp
+    func = "sample_rows"
+    q_scale = xp.zeros(0, np.float64)
+    if Q.values is not None:
+        check_weights(func, "P (the values of Q in Q @ A)", Q.values)
+        if expr.semiring.mul_code == ops.MUL_TIMES:
+            q_scale = Q.values.astype(np.float64)
+    weighted = A.values is not None and expr.semiring.mul_code == ops.MUL_TIMES
+    if weighted:
+        prefix, positives, modes = _prefix_cache(A)
+        a_vals = A.values
+    else:
+        prefix = xp.zeros(0, np.float64)
+        positives = xp.zeros(0, np.int64)
+        modes = xp.zeros(0, np.uint8)
+        a_vals = xp.zeros(0, np.float64)
+    ptr, pos = K.sample.sample_gather(Q.indptr, Q.indices, q_scale, A.indptr, a_vals,
+                                      weighted, prefix, positives, modes, k_scalar,
+                                      k_arr, rid, seed, stream, replace)
+    out_dt = expr.dtype
+
+    def values_of(ptr, pos):
+        # The values the materialised product holds: mul(q, a) in the output
+        # dtype, computed as the SpGEMM kernel computes them.
+        if out_dt is None:
+            return None
+        if expr.semiring.mul_code == ops.MUL_PAIR:
+            return xp.ones(pos.size, out_dt)
+        q = (xp.ones(pos.size, out_dt) if Q.values is None
+             else Q.values[Q.indptr[_row_of_entry(ptr)]].astype(out_dt))
+        a = xp.ones(pos.size, out_dt) if A.values is None else A.values[pos].astype(out_dt)
+        return q * a
+
+    return ptr, pos, A.indices, values_of
