@@ -22,17 +22,19 @@ from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
 from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError,
                              IndexOutOfRange, InvalidCSR, InvalidValue,
                              LayoutError, MissingDependency, SplaError)
-from spla.extract import extract, extract_cols, extract_rows
+from spla.extract import extract, extract_blockwise, extract_cols, extract_rows
 from spla.matrix import Matrix
 from spla.mxm import MxmExpr, mxm
 from spla.sample import sample_rows
-from spla.structure import block_diag, compact_columns, transpose, vstack
+from spla.structure import (block_diag, compact_columns, compact_columns_blockwise,
+                             split_blocks, transpose, vstack)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Matrix", "MxmExpr", "semiring",
-    "mxm", "extract", "extract_rows", "extract_cols", "compact_columns",
+    "mxm", "extract", "extract_rows", "extract_cols", "extract_blockwise",
+    "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "apply", "select", "ewise_add", "ewise_mult",
     "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",

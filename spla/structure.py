@@ -120,3 +120,130 @@ def compact_columns(A):
     idx = new_id[A.indices] if A.nnz else xp.zeros(0, np.int64)
     return (Matrix._new(A.indptr, _narrow_indices(idx, kept.size), A.values,
                         (A.nrows, int(kept.size))), kept)
+
+
+def _group_ptr(func, arg, ptr, total, xp):
+    """A CSR-like group pointer: int64, starts at 0, non-decreasing, ends at total."""
+    from spla.exceptions import InvalidCSR
+    ptr = xp.asarray(ptr)
+    if ptr.ndim != 1 or ptr.size < 1 or ptr.dtype.kind not in "iu":
+        fail(InvalidValue, func, arg, "a 1-D integer array of group offsets", describe(ptr))
+    ptr = ptr.astype(np.int64)
+    if int(ptr[0]) != 0 or int(ptr[-1]) != total:
+        fail(InvalidCSR, func, arg, f"offsets from 0 to {total}",
+             f"from {int(ptr[0])} to {int(ptr[-1])}")
+    if ptr.size > 1 and bool((ptr[1:] < ptr[:-1]).any()):
+        fail(InvalidCSR, func, arg, "non-decreasing offsets", "a decreasing step")
+    return ptr
+
+
+def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
+    """Give each group of rows its own compacted columns, block-diagonally.
+
+    Rows ``row_ptr[g]:row_ptr[g+1]`` form group ``g`` (a minibatch of a
+    bulk).  Each group keeps the columns its rows use, led by its ``first``
+    columns (in the order given, kept even if unused), then the others in
+    order of first appearance.  This is the frontier deduplication and
+    relabelling of node-wise samplers, done by one parallel kernel.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr
+    row_ptr : array of int, shape (n_groups + 1,)
+    first, first_ptr : array of int, optional
+        Leading columns of each group: ``first[first_ptr[g]:first_ptr[g+1]]``,
+        distinct within a group.
+
+    Returns
+    -------
+    M : Matrix
+        Shape ``(A.nrows, kept_ptr[-1])``; block ``g`` occupies rows of group
+        ``g`` and columns ``kept_ptr[g]:kept_ptr[g+1]``.  Values are A's.
+    kept : int64 array
+        Original column id of every column of M.
+    kept_ptr : int64 array, shape (n_groups + 1,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, compact_columns_blockwise
+    >>> S = Matrix.from_coo([0, 0, 1, 2], [7, 3, 3, 9], shape=(3, 10))
+    >>> M, kept, kept_ptr = compact_columns_blockwise(S, [0, 2, 3], first=[5, 3, 1], first_ptr=[0, 2, 3])
+    >>> kept.tolist(), kept_ptr.tolist()
+    ([5, 3, 7, 1, 9], [0, 3, 5])
+    >>> M.to_dense().astype(int)
+    array([[0, 1, 1, 0, 0],
+           [0, 1, 0, 0, 0],
+           [0, 0, 0, 0, 1]])
+    """
+    from spla._checks import as_index_array
+    from spla.exceptions import InvalidCSR
+    func = "compact_columns_blockwise"
+    A = as_matrix(func, "A", A)
+    xp = A.xp
+    row_ptr = _group_ptr(func, "row_ptr", row_ptr, A.nrows, xp)
+    n_groups = row_ptr.size - 1
+    if first is None:
+        first = xp.zeros(0, np.int64)
+        first_ptr = xp.zeros(n_groups + 1, np.int64)
+    else:
+        first = xp.asarray(as_index_array(func, "first", first, A.ncols))
+        if first_ptr is None:
+            fail(InvalidValue, func, "first_ptr", "group offsets when 'first' is given", None)
+        first_ptr = _group_ptr(func, "first_ptr", first_ptr, first.size, xp)
+        if first_ptr.size != row_ptr.size:
+            fail(DimensionMismatch, func, "first_ptr", f"{n_groups + 1} offsets",
+                 f"{first_ptr.size}")
+    K = _backend.kernels_for(A.device)
+    out_idx, perm, kept, kept_ptr, first_dup = K.groups.compact_groups(
+        A.indptr, A.indices, row_ptr, first, first_ptr, A.ncols)
+    if first_dup >= 0:
+        fail(InvalidCSR, func, "first", "distinct leading columns within each group",
+             f"column {int(first[first_dup])} repeated at position {first_dup}")
+    vals = None if A.values is None else A.values[perm]
+    ncols = int(kept_ptr[-1])
+    return (Matrix._new(A.indptr, _narrow_indices(out_idx, ncols), vals, (A.nrows, ncols)),
+            kept, kept_ptr)
+
+
+def split_blocks(M, row_ptr, col_ptr):
+    """The diagonal blocks of a block-diagonal matrix, as a list of matrices.
+
+    Block ``g`` is ``M[row_ptr[g]:row_ptr[g+1], col_ptr[g]:col_ptr[g+1]]``;
+    entries outside the diagonal blocks are not allowed (they would be lost).
+    The blocks share M's index and value arrays where they can (views).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, block_diag, split_blocks
+    >>> M = block_diag([Matrix.from_dense(np.ones((1, 2))), Matrix.from_dense(np.eye(2))])
+    >>> [b.shape for b in split_blocks(M, [0, 1, 3], [0, 2, 4])]
+    [(1, 2), (2, 2)]
+    """
+    func = "split_blocks"
+    M = as_matrix(func, "M", M)
+    xp = M.xp
+    row_ptr = _group_ptr(func, "row_ptr", row_ptr, M.nrows, xp)
+    col_ptr = _group_ptr(func, "col_ptr", col_ptr, M.ncols, xp)
+    if row_ptr.size != col_ptr.size:
+        fail(DimensionMismatch, func, "col_ptr", f"{row_ptr.size} offsets", f"{col_ptr.size}")
+    if M.nnz:
+        group_of_row = xp.searchsorted(row_ptr, xp.arange(M.nrows), side="right") - 1
+        g = group_of_row[row_ids(M.indptr)]
+        j = M.indices.astype(np.int64)
+        if bool(((j < col_ptr[g]) | (j >= col_ptr[g + 1])).any()):
+            fail(InvalidValue, func, "M", "a block-diagonal matrix for these offsets",
+                 "entries outside the diagonal blocks")
+    rp = _backend.to_host(row_ptr).tolist()
+    cp = _backend.to_host(col_ptr).tolist()
+    ptr_h = _backend.to_host(M.indptr)
+    blocks = []
+    for gi in range(len(rp) - 1):
+        r0, r1, c0, c1 = rp[gi], rp[gi + 1], cp[gi], cp[gi + 1]
+        e0, e1 = int(ptr_h[r0]), int(ptr_h[r1])
+        ptr = M.indptr[r0:r1 + 1] - e0
+        idx = M.indices[e0:e1] - c0 if c0 else M.indices[e0:e1]
+        vals = None if M.values is None else M.values[e0:e1]
+        blocks.append(Matrix._new(ptr, idx, vals, (r1 - r0, c1 - c0)))
+    return blocks
