@@ -1,1 +1,16 @@
-"""Graph samplers (GraphSAGE, LADIES, FastGCN) composed from spla operators."""
+"""Graph samplers composed from spla operators, sampled in bulk.
+
+``GraphSAGE`` (node-wise), ``LADIES`` and ``FastGCN`` (layer-wise) share one
+interface: ``sampler.sample(batches, seed=..., epoch=...)`` returns a
+``MiniBatch`` per minibatch.  Layer sizes are given output layer first.
+"""
+
+from sampling.base import Sampler, SamplerConfig
+from sampling.batches import BulkPlanner, epoch_batches
+from sampling.graphsage import GraphSAGE, GraphSAGEConfig
+from sampling.layerwise import FastGCN, LADIES, LayerWiseConfig
+from sampling.minibatch import Block, MiniBatch
+
+__all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
+           "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",
+           "BulkPlanner"]

@@ -1,0 +1,209 @@
+"""The sampler base class and what every sampler shares.
+
+A sampler is built once per graph and called once per bulk:
+``sampler.sample(batches, seed=..., epoch=...)`` returns one ``MiniBatch``
+per minibatch.  All minibatches of a bulk are stacked and sampled together;
+the random draws are keyed by (seed, epoch, layer, minibatch id, vertex), so
+a minibatch comes out identical whether it is sampled alone or in any bulk.
+
+Layer-size lists (fanouts, layer sizes) are given **output layer first**,
+in hop order, as PyG's ``num_neighbors``: ``fanouts[0]`` is drawn for the
+seeds.  ``MiniBatch.blocks`` are returned input layer first.
+"""
+
+import abc
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+
+from spla import _backend
+from spla._checks import as_int, describe, fail
+from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
+                             InvalidValue)
+from spla.matrix import Matrix
+
+from sampling.minibatch import Block, MiniBatch
+
+_LAYER_BITS = 8  # up to 255 layers per sampler
+
+
+def stream_of(epoch, layer):
+    """The random stream of one (epoch, layer): distinct for distinct pairs."""
+    return (int(epoch) << _LAYER_BITS) | int(layer)
+
+
+def layer_sizes_tuple(func, arg, sizes):
+    """Validate a list of per-layer sizes (>= 1 each, at least one layer)."""
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        fail(InvalidValue, func, arg, "a non-empty list of positive integers", describe(sizes))
+    sizes = tuple(sizes)
+    if not sizes:
+        fail(InvalidValue, func, arg, "a non-empty list of positive integers", "an empty list")
+    if len(sizes) >= (1 << _LAYER_BITS):
+        fail(InvalidValue, func, arg, f"fewer than {1 << _LAYER_BITS} layers", len(sizes))
+    return tuple(as_int(func, f"{arg}[{i}]", s, minimum=1) for i, s in enumerate(sizes))
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """Base of the frozen, self-validating sampler configurations."""
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self):  # pragma: no cover - overridden
+        pass
+
+
+@dataclass(frozen=True)
+class Batches:
+    """k minibatches stacked: ``nodes[ptr[g]:ptr[g+1]]`` is minibatch g."""
+
+    nodes: object
+    ptr: object
+    ids: Tuple[int, ...]
+
+    @property
+    def k(self):
+        return len(self.ids)
+
+
+def stack_batches(func, batches, n, xp, batch_ids=None):
+    """Validate and stack minibatches given as a list of 1-D arrays or a k x b array."""
+    if isinstance(batches, np.ndarray) or _backend.device_of(batches) == "cuda":
+        arr = batches
+        if arr.ndim == 1:
+            fail(DimensionMismatch, func, "batches",
+                 "a list of 1-D arrays or a 2-D (k, b) array (wrap one minibatch in a list)",
+                 describe(arr))
+        if arr.ndim != 2:
+            fail(DimensionMismatch, func, "batches", "a 2-D (k, b) array", describe(arr))
+        parts = [arr[i] for i in range(arr.shape[0])]
+    elif isinstance(batches, (list, tuple)):
+        parts = list(batches)
+    else:
+        fail(DTypeError, func, "batches", "a list of 1-D arrays or a 2-D array", describe(batches))
+    if not parts:
+        fail(InvalidValue, func, "batches", "at least one minibatch", "none")
+    arrays = []
+    for i, b in enumerate(parts):
+        a = xp.asarray(b)
+        if a.ndim != 1:
+            fail(DimensionMismatch, func, f"batches[{i}]", "a 1-D array of vertex ids", describe(a))
+        if a.size == 0:
+            fail(InvalidValue, func, f"batches[{i}]", "a non-empty minibatch", "an empty one")
+        if a.dtype.kind not in "iu":
+            fail(DTypeError, func, f"batches[{i}]", "integer vertex ids", describe(a))
+        arrays.append(a.astype(np.int64, copy=False))
+    nodes = xp.concatenate(arrays)
+    lo, hi = int(nodes.min()), int(nodes.max())
+    if lo < 0 or hi >= n:
+        bad = lo if lo < 0 else hi
+        g = _group_of(arrays, bad)
+        fail(IndexOutOfRange, func, f"batches[{g}]", f"vertex ids in [0, {n})", bad)
+    sizes = np.array([a.size for a in arrays], np.int64)
+    ptr = np.zeros(len(arrays) + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    group = np.repeat(np.arange(len(arrays)), sizes)
+    keys = xp.asarray(group) * n + nodes
+    if int(xp.unique(keys).size) != keys.size:
+        sk = xp.sort(keys)
+        dup = int(sk[:-1][sk[1:] == sk[:-1]][0])
+        fail(InvalidValue, func, f"batches[{dup // n}]", "distinct seed vertices",
+             f"vertex {dup % n} twice")
+    if batch_ids is None:
+        ids = tuple(range(len(arrays)))
+    else:
+        ids = tuple(as_int(func, "batch_ids[i]", b, minimum=0) for b in batch_ids)
+        if len(ids) != len(arrays):
+            fail(DimensionMismatch, func, "batch_ids", f"{len(arrays)} ids", len(ids))
+    if ids and (max(ids) + 1) * n >= 2 ** 63:
+        fail(InvalidValue, func, "batch_ids", "ids with id * n_vertices < 2**63", max(ids))
+    return Batches(nodes, xp.asarray(ptr), ids)
+
+
+def _group_of(arrays, value):
+    for i, a in enumerate(arrays):
+        if bool((a == value).any()):
+            return i
+    return 0
+
+
+def as_graph(func, A):
+    """The graph as a square spla.Matrix (a DistMatrix is handled by callers)."""
+    if not isinstance(A, Matrix):
+        fail(DTypeError, func, "A", "a spla.Matrix (adjacency, rows = vertices)", describe(A))
+    if A.nrows != A.ncols:
+        fail(DimensionMismatch, func, "A", "a square adjacency matrix", f"shape {A.shape}")
+    return A
+
+
+class Sampler(abc.ABC):
+    """Base class of bulk samplers.
+
+    Subclasses implement ``_sample_stacked(batches, seed, epoch)`` and
+    return, per layer from the output layer inward, a tuple
+    ``(adj, dst, dst_ptr, src, src_ptr)`` of stacked block-diagonal results;
+    ``sample`` validates the input and splits them into ``MiniBatch``
+    objects.
+    """
+
+    #: the graph (spla.Matrix)
+    A: Matrix
+
+    @property
+    def num_nodes(self):
+        return self.A.nrows
+
+    @property
+    @abc.abstractmethod
+    def num_layers(self):
+        """Number of blocks per minibatch."""
+
+    def sample(self, batches, *, seed, epoch=0, batch_ids=None):
+        """Sample k minibatches in one bulk pass.
+
+        Parameters
+        ----------
+        batches : list of 1-D int arrays, or a (k, b) int array
+            Seed vertices of each minibatch; distinct within a minibatch.
+        seed : int
+            User seed, ``0 <= seed < 2**64``.
+        epoch : int, default 0
+            Selects an independent random stream per epoch.
+        batch_ids : sequence of int, optional
+            Id of each minibatch (default ``0..k-1``).  The draws of a
+            minibatch depend only on (seed, epoch, its id, its seeds): sample
+            ``[batches[i]]`` with ``batch_ids=[i]`` to get exactly the
+            ``i``-th minibatch of a bulk.
+
+        Returns
+        -------
+        list of MiniBatch
+        """
+        func = f"{type(self).__name__}.sample"
+        as_int(func, "seed", seed, minimum=0)
+        epoch = as_int(func, "epoch", epoch, minimum=0)
+        if epoch >= 2 ** (64 - _LAYER_BITS):
+            fail(InvalidValue, func, "epoch", f"an integer below 2**{64 - _LAYER_BITS}", epoch)
+        B = stack_batches(func, batches, self.num_nodes, self.A.xp, batch_ids)
+        layers = self._sample_stacked(B, seed, epoch)
+        return assemble(layers, B.ids)
+
+    @abc.abstractmethod
+    def _sample_stacked(self, B, seed, epoch):
+        """Per layer (output layer first): (adj, dst, dst_ptr, src, src_ptr)."""
+
+
+def assemble(layers, ids):
+    """Split stacked block-diagonal layers into one MiniBatch per group."""
+    from spla import split_blocks
+    per_group = [[] for _ in ids]
+    for adj, dst, dst_ptr, src, src_ptr in reversed(layers):  # input layer first
+        blocks = split_blocks(adj, dst_ptr, src_ptr)
+        dp = _backend.to_host(dst_ptr).tolist()
+        sp = _backend.to_host(src_ptr).tolist()
+        for g in range(len(ids)):
+            per_group[g].append(Block(blocks[g], dst[dp[g]:dp[g + 1]], src[sp[g]:sp[g + 1]]))
+    return [MiniBatch(bl, index=i) for bl, i in zip(per_group, ids)]

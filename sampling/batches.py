@@ -1,0 +1,122 @@
+"""Splitting an epoch into minibatches, and minibatches into bulks.
+
+``epoch_batches`` shuffles the training vertices (a counter-based
+permutation keyed by seed and epoch) and cuts them into disjoint minibatches
+that cover the training set.  ``BulkPlanner`` chooses how many minibatches
+to sample per pass from a memory budget and the sampler's estimate of the
+bytes one minibatch needs.
+"""
+
+import math
+
+import numpy as np
+
+from spla._checks import as_index_array, as_int, describe, fail
+from spla.exceptions import InvalidValue
+from spla.random import permutation
+
+_EPOCH_STREAM = 0xE70C  # keeps epoch shuffles apart from sampling streams
+
+
+def epoch_batches(train_ids, batch_size, *, seed, epoch=0, drop_last=False):
+    """The shuffled minibatches of one epoch: disjoint, covering ``train_ids``.
+
+    Parameters
+    ----------
+    train_ids : 1-D array of int
+        Distinct training vertex ids.
+    batch_size : int
+        Seeds per minibatch (the last one may be smaller).
+    seed : int
+    epoch : int, default 0
+        Each epoch has its own shuffle.
+    drop_last : bool, default False
+        Drop a final minibatch smaller than ``batch_size``.
+
+    Returns
+    -------
+    list of int64 arrays
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sampling import epoch_batches
+    >>> bs = epoch_batches(np.arange(10), 4, seed=0)
+    >>> [b.size for b in bs], sorted(np.concatenate(bs).tolist()) == list(range(10))
+    ([4, 4, 2], True)
+    """
+    func = "epoch_batches"
+    ids = as_index_array(func, "train_ids", train_ids, allow_empty=False)
+    ids = np.asarray(ids)
+    if np.unique(ids).size != ids.size:
+        fail(InvalidValue, func, "train_ids", "distinct vertex ids", "repeated ids")
+    batch_size = as_int(func, "batch_size", batch_size, minimum=1)
+    if batch_size > ids.size:
+        fail(InvalidValue, func, "batch_size", f"at most the training set size {ids.size}",
+             batch_size)
+    epoch = as_int(func, "epoch", epoch, minimum=0)
+    order = permutation(ids.size, seed=seed, stream=(epoch << 16) | _EPOCH_STREAM)
+    shuffled = ids[order]
+    n_full = ids.size // batch_size
+    out = [shuffled[i * batch_size:(i + 1) * batch_size] for i in range(n_full)]
+    if not drop_last and ids.size % batch_size:
+        out.append(shuffled[n_full * batch_size:])
+    return out
+
+
+class BulkPlanner:
+    """Choose the bulk size k (minibatches sampled per pass) from a memory budget.
+
+    Parameters
+    ----------
+    sampler : Sampler
+        Provides ``estimate_bytes(batch_size)``, an upper-side estimate of
+        the memory one minibatch's sampling needs (from the graph's degree
+        statistics).
+    memory_budget : int
+        Bytes the sampling of one bulk may use.
+    max_bulk : int, optional
+        Cap on k.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> from sampling import GraphSAGE, BulkPlanner, epoch_batches
+    >>> A = spla.Matrix.from_dense(np.ones((50, 50)) - np.eye(50))
+    >>> planner = BulkPlanner(GraphSAGE(A, [5, 5]), memory_budget=10**6)
+    >>> batches = epoch_batches(np.arange(50), 10, seed=0)
+    >>> [len(p) for p in planner.plan(batches)]
+    [5]
+    """
+
+    def __init__(self, sampler, memory_budget, max_bulk=None):
+        func = "BulkPlanner"
+        self.sampler = sampler
+        self.memory_budget = as_int(func, "memory_budget", memory_budget, minimum=1)
+        self.max_bulk = None if max_bulk is None else as_int(func, "max_bulk", max_bulk, minimum=1)
+
+    def bulk_size(self, batch_size):
+        """The number of minibatches of ``batch_size`` seeds per pass."""
+        per = self.sampler.estimate_bytes(batch_size)
+        k = self.memory_budget // max(1, per)
+        if k < 1:
+            fail(InvalidValue, "BulkPlanner", "memory_budget",
+                 f"at least {per} bytes (one minibatch of {batch_size} seeds); "
+                 "raise the budget or lower the batch size", self.memory_budget)
+        if self.max_bulk is not None:
+            k = min(k, self.max_bulk)
+        return int(k)
+
+    def plan(self, batches):
+        """Split a list of minibatches into consecutive bulks (lists of indices)."""
+        if not isinstance(batches, (list, tuple)) or not batches:
+            fail(InvalidValue, "BulkPlanner.plan", "batches", "a non-empty list of minibatches",
+                 describe(batches))
+        k = self.bulk_size(max(len(b) for b in batches))
+        idx = list(range(len(batches)))
+        return [idx[i:i + k] for i in range(0, len(idx), k)]
+
+    def passes(self, n_batches, batch_size):
+        """Number of passes for ``n_batches`` minibatches."""
+        return math.ceil(n_batches / self.bulk_size(batch_size))

@@ -1,0 +1,220 @@
+"""LADIES and FastGCN layer-wise sampling as compositions of spla operators.
+
+Per layer, for all k minibatches at once (one row of Q per minibatch)::
+
+    P   = Q @ (Â ∘ Â)                        # LADIES: column sums over the batch rows
+    S   = sample_rows(P, s, ...)             # s distinct vertices per minibatch
+    src = compact_columns_blockwise(S, first=dst)   # dst first, then the sampled
+    adj = extract_blockwise(Â, dst, src)     # per minibatch Â[dst, src]
+    adj = normalize_rows(adj · diag(1 / (s p)))
+
+FastGCN uses the global column norms of Â instead of the batch's: one
+probability row shared by all minibatches, sampled by the fused path.
+"""
+
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+
+import spla
+from spla import (apply, compact_columns_blockwise, extract_blockwise,
+                  normalize_rows, reduce_rowwise, sample_rows, transpose)
+from spla._checks import check_weights
+from spla.matrix import Matrix
+
+from sampling.base import (Sampler, SamplerConfig, as_graph, layer_sizes_tuple,
+                           stream_of)
+
+
+@dataclass(frozen=True)
+class LayerWiseConfig(SamplerConfig):
+    """LADIES / FastGCN settings.
+
+    Attributes
+    ----------
+    layer_sizes : tuple of int
+        Vertices drawn per layer and minibatch, output layer first.
+    normalize : bool
+        Use Â = D⁻¹(A + I) (the original methods); False uses A's own values
+        (ones for a structural A).
+    """
+
+    layer_sizes: Tuple[int, ...]
+    normalize: bool = True
+
+    def validate(self):
+        object.__setattr__(self, "layer_sizes",
+                           layer_sizes_tuple(type(self).__name__, "layer_sizes", self.layer_sizes))
+        object.__setattr__(self, "normalize", bool(self.normalize))
+
+
+def row_normalized_with_self_loops(A):
+    """Â = D⁻¹(A + I), D the row sums of A + I (float32).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> A = spla.Matrix.from_dense(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    >>> row_normalized_with_self_loops(A).to_dense()
+    array([[0.5, 0.5],
+           [0.5, 0.5]], dtype=float32)
+    """
+    n = A.nrows
+    xp = A.xp
+    eye = Matrix._new(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int32 if n < 2**31 else np.int64),
+                      xp.ones(n, np.float32), (n, n))
+    base = A.astype(np.float32) if A.values is None else A
+    return normalize_rows(spla.ewise_add(base.astype(np.float32), eye))
+
+
+def diagonal(d):
+    """The diagonal matrix with ``d`` on its diagonal (explicit zeros kept)."""
+    xp = np if isinstance(d, np.ndarray) else __import__("cupy")
+    n = d.size
+    return Matrix._new(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int64), d, (n, n))
+
+
+class _LayerWise(Sampler):
+    """Shared body of LADIES and FastGCN; subclasses define the layer's P."""
+
+    def __init__(self, A, layer_sizes, normalize=True):
+        name = type(self).__name__
+        A = as_graph(name, A)
+        self.config = LayerWiseConfig(layer_sizes, normalize)
+        if A.values is not None:
+            check_weights(name, "A", A.values)
+        self.A = row_normalized_with_self_loops(A) if normalize else (
+            A.astype(np.float32) if A.values is None else A)
+        self.A_sq = apply(self.A, "square")
+
+    @property
+    def layer_sizes(self):
+        return self.config.layer_sizes
+
+    @property
+    def num_layers(self):
+        return len(self.config.layer_sizes)
+
+    def estimate_bytes(self, batch_size):
+        """Bytes one minibatch's sampling needs (estimate): per layer, the
+        probability row (up to n entries, 24 bytes each with its prefix sum)
+        and the extracted adjacency (destinations x their degree)."""
+        deg = self.A.row_degrees()
+        deg = deg if isinstance(deg, np.ndarray) else deg.get()
+        n = deg.size
+        mean_deg = float(deg.mean()) if n else 0.0
+        dst = float(batch_size)
+        total = 0.0
+        for s in self.config.layer_sizes:
+            row = min(float(n), dst * mean_deg)
+            total += 24 * row + 32 * dst * mean_deg
+            dst = min(float(n), dst + s)
+        return int(total) + 4096
+
+    def _probabilities(self, dst, dst_ptr, k):
+        """(P, Pn, rows): P (k x n, one row per minibatch, possibly lazy) to
+        sample from, and the row-normalised matrix Pn whose row ``rows[g]``
+        holds minibatch g's probabilities."""
+        raise NotImplementedError
+
+    def _sample_stacked(self, B, seed, epoch):
+        A, xp = self.A, self.A.xp
+        k = B.k
+        ids = xp.asarray(np.asarray(B.ids, np.int64))
+        one_per_group = xp.arange(k + 1, dtype=np.int64)
+        dst, dst_ptr = B.nodes, B.ptr
+        layers = []
+        for hop, s in enumerate(self.config.layer_sizes):
+            P, Pn, prow = self._probabilities(dst, dst_ptr, k)
+            S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids)
+            _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
+                                                        first_ptr=dst_ptr)
+            adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
+            # p_j of every kept column, read from its minibatch's row of P.
+            p = extract_blockwise(Pn, prow, one_per_group, src, src_ptr)
+            p_col = reduce_rowwise(transpose(p), "plus")
+            scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
+            adj = normalize_rows(spla.mxm(adj, diagonal(scale.astype(adj.dtype))).new())
+            layers.append((adj, dst, dst_ptr, src, src_ptr))
+            dst, dst_ptr = src, src_ptr
+        return layers
+
+
+class LADIES(_LayerWise):
+    """Layer-dependent importance sampling (Zou et al., 2019), in bulk.
+
+    For each minibatch and layer, vertex ``j`` is drawn with probability
+    ∝ Σ_{i ∈ batch} Â[i, j]², ``s`` of them without replacement; the layer's
+    adjacency is Â[batch, sampled ∪ batch] with column ``j`` scaled by
+    ``1 / (s p_j)`` and rows renormalised.  Any number of layers.
+
+    Parameters
+    ----------
+    A : spla.Matrix
+        Square adjacency.
+    layer_sizes : list of int
+        Output layer first.
+    normalize : bool, default True
+        Â = D⁻¹(A + I); False samples from A's own values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> from sampling import LADIES
+    >>> A = spla.Matrix.from_dense(np.ones((8, 8)) - np.eye(8))
+    >>> mb, = LADIES(A, layer_sizes=[3]).sample([np.array([0, 1])], seed=1)
+    >>> mb.blocks[0].dst_nodes.tolist(), mb.blocks[0].num_src <= 2 + 3
+    ([0, 1], True)
+    """
+
+    def _probabilities(self, dst, dst_ptr, k):
+        xp = self.A.xp
+        group = xp.repeat(xp.arange(k), _counts(dst_ptr))
+        Q = Matrix.from_coo(group, dst, shape=(k, self.A.nrows))
+        P = (Q @ self.A_sq).new()
+        return P, normalize_rows(P), xp.arange(k)
+
+
+class FastGCN(_LayerWise):
+    """FastGCN layer-wise sampling (Chen et al., 2018), in bulk.
+
+    Like LADIES, but vertex ``j`` is drawn with probability ∝ ‖Â[:, j]‖²,
+    the same distribution for every minibatch (computed once).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> from sampling import FastGCN
+    >>> A = spla.Matrix.from_dense(np.ones((8, 8)) - np.eye(8))
+    >>> mb, = FastGCN(A, layer_sizes=[4, 4]).sample([np.array([5])], seed=3)
+    >>> [b.num_dst for b in mb.blocks][-1]
+    1
+    """
+
+    def __init__(self, A, layer_sizes, normalize=True):
+        super().__init__(A, layer_sizes, normalize)
+        xp = self.A.xp
+        col_norms = reduce_rowwise(transpose(self.A_sq), "plus").astype(np.float64)
+        n = col_norms.size
+        nz = xp.flatnonzero(col_norms > 0)
+        # One row holding the global distribution; minibatches select it.
+        self._global = Matrix._new(xp.asarray([0, nz.size], dtype=np.int64), nz,
+                                   col_norms[nz], (1, n))
+        self._global_norm = normalize_rows(self._global)
+
+    def _probabilities(self, dst, dst_ptr, k):
+        xp = self.A.xp
+        pick_row0 = Matrix._new(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
+                                None, (k, 1))
+        # Lazy: sampled by the fused path from the one global row.
+        return pick_row0 @ self._global, self._global_norm, xp.zeros(k, np.int64)
+
+
+def _counts(ptr):
+    xp = np if isinstance(ptr, np.ndarray) else __import__("cupy")
+    d = xp.diff(ptr)
+    return d if xp is np else d.tolist()
