@@ -17,6 +17,7 @@ array([1, 1])
 """
 
 from spla import semiring
+from spla.dist import DistMatrix, distribute
 from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
                               reduce_rowwise, select)
 from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError,
@@ -32,7 +33,7 @@ from spla.structure import (block_diag, compact_columns, compact_columns_blockwi
 __version__ = "0.1.0"
 
 __all__ = [
-    "Matrix", "MxmExpr", "semiring",
+    "Matrix", "MxmExpr", "semiring", "DistMatrix", "distribute",
     "mxm", "extract", "extract_rows", "extract_cols", "extract_blockwise",
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "apply", "select", "ewise_add", "ewise_mult",

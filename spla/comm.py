@@ -1,0 +1,213 @@
+"""The one place spla talks MPI: counts, Alltoallv, Allgatherv, grids, bytes.
+
+Everything moves as typed buffers (no pickle).  Every exchange is recorded
+in a byte counter under an operation name, so tests can assert that a step
+moved nothing and benchmarks can report what each step moved::
+
+    with spla.comm.counting() as bytes_moved:
+        ...
+    bytes_moved["fetch_rows"]     # bytes this rank sent for that step
+
+Collectives must be called by every rank of the communicator.  ``agree``
+turns a local failure into the same exception on every rank, so no rank is
+left waiting in a collective.
+"""
+
+import contextlib
+from collections import defaultdict
+
+import numpy as np
+
+from spla.exceptions import LayoutError, SplaError
+
+_INT_MAX = 2 ** 31 - 1
+_counters = []  # stack of active counters (dicts)
+_grids = {}
+
+
+def mpi():
+    """The mpi4py.MPI module (imported on first use)."""
+    from mpi4py import MPI
+    return MPI
+
+
+def world():
+    return mpi().COMM_WORLD
+
+
+def as_comm(comm):
+    """``comm`` or COMM_WORLD."""
+    return world() if comm is None else comm
+
+
+@contextlib.contextmanager
+def counting():
+    """Count bytes sent by this rank per operation name inside the block."""
+    c = defaultdict(int)
+    _counters.append(c)
+    try:
+        yield c
+    finally:
+        _counters.remove(c)
+
+
+def record(op, nbytes):
+    for c in _counters:
+        c[op] += int(nbytes)
+
+
+def _host(arr):
+    """Host buffer for MPI (cupy arrays are copied unless MPI is CUDA-aware)."""
+    if isinstance(arr, np.ndarray):
+        return np.ascontiguousarray(arr)
+    import os
+    if os.environ.get("SPLA_CUDA_AWARE_MPI") == "1":
+        import cupy
+        cupy.cuda.get_current_stream().synchronize()
+        return cupy.ascontiguousarray(arr)
+    return np.ascontiguousarray(arr.get())
+
+
+def agree(comm, error):
+    """Raise on every rank if any rank has an error (collective).
+
+    Parameters
+    ----------
+    comm : MPI communicator
+    error : Exception or None
+        This rank's failure, if any.
+
+    The exception raised is this rank's own, or a ``SplaError`` naming the
+    failing rank elsewhere, so every rank stops at the same point.
+    """
+    flag = np.array([0 if error is None else 1], np.int32)
+    out = np.empty(1, np.int32)
+    comm.Allreduce(flag, out, op=mpi().SUM)
+    if out[0] == 0:
+        return
+    ranks = np.empty(comm.Get_size(), np.int32)
+    comm.Allgather(flag, ranks)
+    if error is not None:
+        raise error
+    first = int(np.flatnonzero(ranks)[0])
+    raise SplaError(f"rank {first} of {comm.Get_size()} failed in a collective step "
+                    "(its error is reported there); stopping on every rank")
+
+
+def allgather_int(comm, values):
+    """Allgather a small int64 vector from every rank: array (size, len)."""
+    v = np.ascontiguousarray(values, dtype=np.int64)
+    out = np.empty((comm.Get_size(), v.size), np.int64)
+    comm.Allgather(v, out)
+    return out
+
+
+def bcast_int(comm, values, root=0, length=None):
+    """Broadcast a small int64 vector of known ``length``."""
+    buf = (np.ascontiguousarray(values, dtype=np.int64) if comm.Get_rank() == root
+           else np.empty(length, np.int64))
+    comm.Bcast(buf, root=root)
+    return buf
+
+
+def counts_displs(counts):
+    counts = np.asarray(counts, np.int64)
+    displs = np.zeros(counts.size, np.int64)
+    np.cumsum(counts[:-1], out=displs[1:])
+    return counts, displs
+
+
+def alltoallv(comm, send, sendcounts, op):
+    """Personalised all-to-all of a 1-D array (collective).
+
+    ``send`` holds the data for rank 0, then rank 1, ...; ``sendcounts[r]``
+    elements go to rank ``r``.  Returns ``(recv, recvcounts)``.  Messages of
+    more than 2**31 - 1 elements are sent in rounds, so any size works.
+    """
+    MPI = mpi()
+    p = comm.Get_size()
+    send = _host(send)
+    sendcounts, sdispl = counts_displs(sendcounts)
+    recvcounts = np.empty(p, np.int64)
+    comm.Alltoall(sendcounts, recvcounts)
+    recvcounts, rdispl = counts_displs(recvcounts)
+    recv = np.empty(int(recvcounts.sum()), send.dtype)
+    mpitype = MPI._typedict[send.dtype.char]
+    # Rounds of at most INT_MAX elements per peer keep counts in C int.
+    done_s = np.zeros(p, np.int64)
+    done_r = np.zeros(p, np.int64)
+    while True:
+        sc = np.minimum(sendcounts - done_s, _INT_MAX)
+        rc = np.minimum(recvcounts - done_r, _INT_MAX)
+        more = np.array([int(sc.sum() + rc.sum() > 0)], np.int32)
+        anymore = np.empty(1, np.int32)
+        comm.Allreduce(more, anymore, op=MPI.MAX)
+        if anymore[0] == 0:
+            break
+        sbuf = np.concatenate([send[sdispl[r] + done_s[r]: sdispl[r] + done_s[r] + sc[r]]
+                               for r in range(p)]) if p else send[:0]
+        rbuf = np.empty(int(rc.sum()), send.dtype)
+        comm.Alltoallv([sbuf, (sc.astype(np.int32), counts_displs(sc)[1].astype(np.int32)), mpitype],
+                       [rbuf, (rc.astype(np.int32), counts_displs(rc)[1].astype(np.int32)), mpitype])
+        off = 0
+        for r in range(p):
+            recv[rdispl[r] + done_r[r]: rdispl[r] + done_r[r] + rc[r]] = rbuf[off:off + rc[r]]
+            off += rc[r]
+        done_s += sc
+        done_r += rc
+    me = comm.Get_rank()
+    record(op, (sendcounts.sum() - sendcounts[me]) * send.dtype.itemsize)
+    return recv, recvcounts
+
+
+def allgatherv(comm, arr, op):
+    """Concatenate every rank's 1-D array on every rank: (all, counts)."""
+    MPI = mpi()
+    arr = _host(arr)
+    counts = allgather_int(comm, [arr.size])[:, 0]
+    if counts.sum() > _INT_MAX * 1:
+        # Rare: fall back to per-root broadcasts of at most INT_MAX elements.
+        parts = []
+        for r in range(comm.Get_size()):
+            buf = arr if r == comm.Get_rank() else np.empty(int(counts[r]), arr.dtype)
+            for s in range(0, int(counts[r]), _INT_MAX):
+                comm.Bcast(buf[s:s + _INT_MAX], root=r)
+            parts.append(buf)
+        out = np.concatenate(parts)
+    else:
+        out = np.empty(int(counts.sum()), arr.dtype)
+        _, displs = counts_displs(counts)
+        comm.Allgatherv(arr, [out, (counts.astype(np.int32), displs.astype(np.int32)),
+                              MPI._typedict[arr.dtype.char]])
+    record(op, arr.nbytes * (comm.Get_size() - 1))
+    return out, counts
+
+
+class ProcessGrid:
+    """The (p/c) x c grid of a communicator, with its row and column communicators.
+
+    ``row_comm`` joins the c ranks of a process row (which hold the same
+    block); ``col_comm`` joins the p/c ranks of a process column (which
+    together hold every block once).  Created once per (comm, c).
+    """
+
+    def __init__(self, comm, c):
+        self.comm = comm
+        self.p = comm.Get_size()
+        self.rank = comm.Get_rank()
+        if self.p % c:
+            raise LayoutError(f"ProcessGrid: argument 'replication' must divide the number "
+                              f"of ranks p = {self.p}; got {c}")
+        self.c = c
+        self.row, self.col = divmod(self.rank, c)
+        self.row_comm = comm.Split(self.row, self.col)
+        self.col_comm = comm.Split(self.col, self.row)
+
+
+def grid(comm, c):
+    """The cached ProcessGrid of (comm, c) (collective on first use)."""
+    key = (comm.py2f() if hasattr(comm, "py2f") else id(comm), c)
+    g = _grids.get(key)
+    if g is None:
+        g = _grids[key] = ProcessGrid(comm, c)
+    return g

@@ -1,0 +1,129 @@
+"""Distributed layouts as data: ``chunk`` and the frozen ``Layout``.
+
+``chunk(n, parts, i)`` is the one rule that says which rows block ``i`` of
+``parts`` holds; factories, kernels, feature stores and tests all use it, so
+owners are computed, never communicated.  Blocks differ in size by at most
+one row and no row is ever dropped.
+
+A layout on ``p`` ranks with replication ``c`` (``c`` divides ``p``) is a
+``(p/c) x c`` process grid: rank ``r`` sits at process row ``r // c`` and
+process column ``r % c``; the matrix is split into ``p/c`` block rows and
+block ``i`` is held by every rank of process row ``i``.  ``'1d'`` is the
+case ``c = 1``; ``replicated`` layouts hold the whole matrix on every rank.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spla._checks import as_int, fail
+from spla.exceptions import LayoutError
+
+
+def chunk(n, parts, i):
+    """Row range ``(start, stop)`` of block ``i`` when ``n`` rows are cut in ``parts``.
+
+    The first ``n % parts`` blocks get one extra row.
+
+    Examples
+    --------
+    >>> from spla.layout import chunk
+    >>> [chunk(10, 4, i) for i in range(4)]
+    [(0, 3), (3, 6), (6, 8), (8, 10)]
+    >>> chunk(2, 4, 3)
+    (2, 2)
+    """
+    n = as_int("chunk", "n", n, minimum=0)
+    parts = as_int("chunk", "parts", parts, minimum=1)
+    i = as_int("chunk", "i", i, minimum=0)
+    if i >= parts:
+        fail(LayoutError, "chunk", "i", f"a block index below parts = {parts}", i)
+    q, r = divmod(n, parts)
+    start = i * q + min(i, r)
+    return start, start + q + (1 if i < r else 0)
+
+
+def chunk_bounds(n, parts):
+    """All block boundaries: int64 array of length ``parts + 1``.
+
+    Examples
+    --------
+    >>> from spla.layout import chunk_bounds
+    >>> chunk_bounds(10, 4).tolist()
+    [0, 3, 6, 8, 10]
+    """
+    return np.array([chunk(n, parts, i)[0] for i in range(parts)] + [n], np.int64)
+
+
+def owner_of(rows, n, parts):
+    """The block index holding each global row (vectorised ``chunk`` inverse).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.layout import owner_of
+    >>> owner_of(np.array([0, 2, 3, 9]), 10, 4).tolist()
+    [0, 0, 1, 3]
+    """
+    b = chunk_bounds(n, parts)
+    return np.searchsorted(b, np.asarray(rows), side="right") - 1
+
+
+_KINDS = ("local", "1d", "1.5d")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a matrix's rows are spread over ``p`` ranks.
+
+    Attributes
+    ----------
+    kind : {'local', '1d', '1.5d'}
+    p : int
+        Number of ranks.
+    c : int
+        Replication factor (ranks per process row); 1 for '1d' and 'local'.
+    replicated : bool
+        Every rank holds the whole matrix (the graph-replicated mode).
+
+    Examples
+    --------
+    >>> from spla.layout import Layout
+    >>> L = Layout("1.5d", p=6, c=2)
+    >>> L.grid_rows, L.position(5), L.block_rows(10, 5)
+    (3, (2, 1), (7, 10))
+    """
+
+    kind: str
+    p: int = 1
+    c: int = 1
+    replicated: bool = False
+
+    def __post_init__(self):
+        func = "Layout"
+        if self.kind not in _KINDS:
+            fail(LayoutError, func, "kind", f"one of {_KINDS}", repr(self.kind))
+        p = as_int(func, "p", self.p, minimum=1)
+        c = as_int(func, "c (replication)", self.c, minimum=1)
+        if self.kind in ("local", "1d") and c != 1:
+            fail(LayoutError, func, "replication", f"1 for layout {self.kind!r} (use '1.5d')", c)
+        if self.kind == "local" and p != 1:
+            fail(LayoutError, func, "p", "1 for a local layout", p)
+        if p % c:
+            fail(LayoutError, func, "replication",
+                 f"a divisor of the number of ranks p = {p}", c)
+
+    @property
+    def grid_rows(self):
+        """Number of process rows (= number of row blocks), ``p / c``."""
+        return self.p // self.c
+
+    def position(self, rank):
+        """(process row, process column) of a rank."""
+        return divmod(rank, self.c)
+
+    def block_rows(self, n, rank):
+        """Global row range held by ``rank`` (all rows when replicated)."""
+        if self.replicated or self.kind == "local":
+            return 0, n
+        return chunk(n, self.grid_rows, rank // self.c)
