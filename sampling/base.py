@@ -131,12 +131,38 @@ def _group_of(arrays, value):
 
 
 def as_graph(func, A):
-    """The graph as a square spla.Matrix (a DistMatrix is handled by callers)."""
+    """(local matrix, DistMatrix or None) for a square spla.Matrix or DistMatrix.
+
+    For a DistMatrix the local matrix is this rank's block of rows.
+    """
+    from spla.dist import DistMatrix
+    if isinstance(A, DistMatrix):
+        if A.nrows != A.ncols:
+            fail(DimensionMismatch, func, "A", "a square adjacency matrix", f"shape {A.shape}")
+        return A.local, A
     if not isinstance(A, Matrix):
-        fail(DTypeError, func, "A", "a spla.Matrix (adjacency, rows = vertices)", describe(A))
+        fail(DTypeError, func, "A", "a spla.Matrix or spla.DistMatrix (adjacency, rows = "
+             "vertices)", describe(A))
     if A.nrows != A.ncols:
         fail(DimensionMismatch, func, "A", "a square adjacency matrix", f"shape {A.shape}")
-    return A
+    return A, None
+
+
+def owned_batches(k, layout, rank, by_process_row):
+    """Positions of the minibatches of a bulk that ``rank`` samples.
+
+    Node-wise samplers spread the k minibatches over all p ranks
+    (``chunk(k, p, rank)``); layer-wise ones over the p/c process rows, then
+    over the c members of a row (each member extracts its own minibatches).
+    """
+    from spla.layout import chunk
+    if layout.replicated or not by_process_row:
+        s, e = chunk(k, layout.p, rank)
+        return list(range(s, e))
+    row, col = layout.position(rank)
+    rs, re_ = chunk(k, layout.grid_rows, row)
+    s, e = chunk(re_ - rs, layout.c, col)
+    return list(range(rs + s, rs + e))
 
 
 class Sampler(abc.ABC):
@@ -149,12 +175,26 @@ class Sampler(abc.ABC):
     objects.
     """
 
-    #: the graph (spla.Matrix)
+    #: the graph (spla.Matrix; this rank's rows when distributed)
     A: Matrix
+    #: the distributed graph, or None
+    D = None
+    #: layer-wise samplers assign minibatches by process row
+    _by_process_row = False
 
     @property
     def num_nodes(self):
-        return self.A.nrows
+        return self.A.ncols
+
+    def _rows(self, M, D, vertices):
+        """A matrix that holds rows ``vertices`` of the graph ``M`` (or ``D``).
+
+        Local: ``M`` itself.  Distributed: a collective sparsity-aware fetch
+        (no communication when the graph is replicated).
+        """
+        if D is None:
+            return M
+        return D.rows_view(_backend.to_host(vertices))
 
     @property
     @abc.abstractmethod
@@ -187,9 +227,30 @@ class Sampler(abc.ABC):
         epoch = as_int(func, "epoch", epoch, minimum=0)
         if epoch >= 2 ** (64 - _LAYER_BITS):
             fail(InvalidValue, func, "epoch", f"an integer below 2**{64 - _LAYER_BITS}", epoch)
-        B = stack_batches(func, batches, self.num_nodes, self.A.xp, batch_ids)
-        layers = self._sample_stacked(B, seed, epoch)
-        return assemble(layers, B.ids)
+        if self.D is None:
+            B = stack_batches(func, batches, self.num_nodes, self.A.xp, batch_ids)
+            return assemble(self._sample_stacked(B, seed, epoch), B.ids)
+        return self._sample_distributed(func, batches, seed, epoch, batch_ids)
+
+    def _sample_distributed(self, func, batches, seed, epoch, batch_ids):
+        """Every rank validates the whole bulk, then samples the minibatches it owns."""
+        from spla import comm as C
+        D = self.D
+        err, B = None, None
+        try:
+            B = stack_batches(func, batches, self.num_nodes, np, batch_ids)
+        except Exception as e:  # noqa: BLE001 - raised on every rank by agree
+            err = e
+        C.agree(D.comm, err)
+        mine = owned_batches(B.k, D.layout, D.comm.Get_rank(), self._by_process_row)
+        ptr = _backend.to_host(B.ptr)
+        if mine:
+            nodes = B.nodes[ptr[mine[0]]:ptr[mine[-1] + 1]]
+            sub = Batches(nodes, ptr[mine[0]:mine[-1] + 2] - ptr[mine[0]],
+                          tuple(B.ids[i] for i in mine))
+        else:
+            sub = Batches(np.zeros(0, np.int64), np.zeros(1, np.int64), ())
+        return assemble(self._sample_stacked(sub, seed, epoch), sub.ids)
 
     @abc.abstractmethod
     def _sample_stacked(self, B, seed, epoch):

@@ -91,18 +91,25 @@ class GraphSAGE(Sampler):
     """
 
     def __init__(self, A, fanouts, replace=False, weighted=False):
-        A = as_graph("GraphSAGE", A)
         self.config = GraphSAGEConfig(fanouts, replace, weighted)
-        if self.config.weighted:
-            if A.values is None:
-                from spla._checks import fail
-                from spla.exceptions import InvalidValue
-                fail(InvalidValue, "GraphSAGE", "A", "a matrix with edge values when weighted=True",
-                     "a structural matrix")
-            check_weights("GraphSAGE", "A", A.values)
-            self.A = A
-        else:
-            self.A = A.structure()
+        A, self.D = as_graph("GraphSAGE", A)
+        err = None
+        try:
+            if self.config.weighted:
+                if A.values is None:
+                    from spla._checks import fail
+                    from spla.exceptions import InvalidValue
+                    fail(InvalidValue, "GraphSAGE", "A",
+                         "a matrix with edge values when weighted=True", "a structural matrix")
+                check_weights("GraphSAGE", "A", A.values)
+        except Exception as e:  # noqa: BLE001 - raised on every rank when distributed
+            err = e
+        if self.D is not None:
+            from spla import comm as C
+            C.agree(self.D.comm, err)
+        elif err is not None:
+            raise err
+        self.A = A if self.config.weighted else A.structure()
 
     @property
     def fanouts(self):
@@ -123,7 +130,7 @@ class GraphSAGE(Sampler):
         """
         deg = self.A.xp.asarray(self.A.row_degrees(), dtype=np.float64)
         deg = deg if isinstance(deg, np.ndarray) else deg.get()
-        n = deg.size
+        n = self.num_nodes
         total_deg = max(deg.sum(), 1.0)
         frontier = float(batch_size)
         edges = 0.0
@@ -136,12 +143,15 @@ class GraphSAGE(Sampler):
         return int(48 * edges + 32 * frontier) + 4096
 
     def _sample_stacked(self, B, seed, epoch):
-        A, n, xp = self.A, self.A.nrows, self.A.xp
+        n, xp = self.num_nodes, self.A.xp
         frontier, ptr = B.nodes, B.ptr
         ids = xp.asarray(np.asarray(B.ids, np.int64))
         layers = []
         for hop, fanout in enumerate(self.config.fanouts):
             group = xp.repeat(ids, xp.diff(ptr).tolist() if xp is not np else xp.diff(ptr))
+            A = self._rows(self.A, self.D, frontier)
+            if not self.config.weighted:
+                A = A.structure()
             P = selection(frontier, n) @ A
             S = sample_rows(P, fanout, seed=seed, stream=stream_of(epoch, hop),
                             row_ids=group * n + frontier, replace=self.config.replace,

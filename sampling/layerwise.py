@@ -19,7 +19,8 @@ import numpy as np
 
 import spla
 from spla import (apply, compact_columns_blockwise, extract_blockwise,
-                  normalize_rows, reduce_rowwise, sample_rows, transpose)
+                  normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows,
+                  transpose)
 from spla._checks import check_weights
 from spla.matrix import Matrix
 
@@ -49,8 +50,13 @@ class LayerWiseConfig(SamplerConfig):
         object.__setattr__(self, "normalize", bool(self.normalize))
 
 
-def row_normalized_with_self_loops(A):
+def row_normalized_with_self_loops(A, row_offset=0):
     """Â = D⁻¹(A + I), D the row sums of A + I (float32).
+
+    ``A`` may be a block of rows of the graph starting at global row
+    ``row_offset`` (the diagonal entry of local row i is column
+    ``row_offset + i``); every step is row-local, so a block gives exactly
+    the rows of the whole matrix's Â.
 
     Examples
     --------
@@ -61,10 +67,10 @@ def row_normalized_with_self_loops(A):
     array([[0.5, 0.5],
            [0.5, 0.5]], dtype=float32)
     """
-    n = A.nrows
+    m, n = A.shape
     xp = A.xp
-    eye = Matrix._new(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int32 if n < 2**31 else np.int64),
-                      xp.ones(n, np.float32), (n, n))
+    cols = xp.arange(row_offset, row_offset + m, dtype=np.int64)
+    eye = Matrix._new(xp.arange(m + 1, dtype=np.int64), cols, xp.ones(m, np.float32), (m, n))
     base = A.astype(np.float32) if A.values is None else A
     return normalize_rows(spla.ewise_add(base.astype(np.float32), eye))
 
@@ -79,15 +85,32 @@ def diagonal(d):
 class _LayerWise(Sampler):
     """Shared body of LADIES and FastGCN; subclasses define the layer's P."""
 
+    _by_process_row = True
+
     def __init__(self, A, layer_sizes, normalize=True):
         name = type(self).__name__
-        A = as_graph(name, A)
         self.config = LayerWiseConfig(layer_sizes, normalize)
-        if A.values is not None:
-            check_weights(name, "A", A.values)
-        self.A = row_normalized_with_self_loops(A) if normalize else (
+        A, D = as_graph(name, A)
+        err = None
+        try:
+            if A.values is not None:
+                check_weights(name, "A", A.values)
+        except Exception as e:  # noqa: BLE001 - raised on every rank when distributed
+            err = e
+        if D is not None:
+            from spla import comm as C
+            C.agree(D.comm, err)
+        elif err is not None:
+            raise err
+        offset = 0 if D is None or D.layout.replicated else D.row_start
+        self.A = row_normalized_with_self_loops(A, offset) if normalize else (
             A.astype(np.float32) if A.values is None else A)
         self.A_sq = apply(self.A, "square")
+        if D is not None:
+            from spla.dist import DistMatrix
+            self.D = DistMatrix.from_local(self.A, D.shape, comm=D.comm, layout=D.layout.kind,
+                                           replication=D.layout.c,
+                                           replicate_graph=D.layout.replicated)
 
     @property
     def layer_sizes(self):
@@ -113,21 +136,24 @@ class _LayerWise(Sampler):
             dst = min(float(n), dst + s)
         return int(total) + 4096
 
-    def _probabilities(self, dst, dst_ptr, k):
+    def _probabilities(self, dst, dst_ptr, k, A_sq):
         """(P, Pn, rows): P (k x n, one row per minibatch, possibly lazy) to
         sample from, and the row-normalised matrix Pn whose row ``rows[g]``
         holds minibatch g's probabilities."""
         raise NotImplementedError
 
     def _sample_stacked(self, B, seed, epoch):
-        A, xp = self.A, self.A.xp
+        xp = self.A.xp
         k = B.k
         ids = xp.asarray(np.asarray(B.ids, np.int64))
         one_per_group = xp.arange(k + 1, dtype=np.int64)
         dst, dst_ptr = B.nodes, B.ptr
         layers = []
         for hop, s in enumerate(self.config.layer_sizes):
-            P, Pn, prow = self._probabilities(dst, dst_ptr, k)
+            # Rows of Â for this layer's destinations (fetched when distributed).
+            A = self._rows(self.A, self.D, dst)
+            A_sq = self.A_sq if self.D is None else apply(A, "square")
+            P, Pn, prow = self._probabilities(dst, dst_ptr, k, A_sq)
             S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids)
             _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
                                                         first_ptr=dst_ptr)
@@ -170,11 +196,11 @@ class LADIES(_LayerWise):
     ([0, 1], True)
     """
 
-    def _probabilities(self, dst, dst_ptr, k):
+    def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
         group = xp.repeat(xp.arange(k), _counts(dst_ptr))
-        Q = Matrix.from_coo(group, dst, shape=(k, self.A.nrows))
-        P = (Q @ self.A_sq).new()
+        Q = Matrix.from_coo(group, dst, shape=(k, self.num_nodes))
+        P = (Q @ A_sq).new()
         return P, normalize_rows(P), xp.arange(k)
 
 
@@ -198,7 +224,7 @@ class FastGCN(_LayerWise):
     def __init__(self, A, layer_sizes, normalize=True):
         super().__init__(A, layer_sizes, normalize)
         xp = self.A.xp
-        col_norms = reduce_rowwise(transpose(self.A_sq), "plus").astype(np.float64)
+        col_norms = _column_norms(self.A_sq, self.D).astype(np.float64)
         n = col_norms.size
         nz = xp.flatnonzero(col_norms > 0)
         # One row holding the global distribution; minibatches select it.
@@ -206,12 +232,36 @@ class FastGCN(_LayerWise):
                                    col_norms[nz], (1, n))
         self._global_norm = normalize_rows(self._global)
 
-    def _probabilities(self, dst, dst_ptr, k):
+    def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
         pick_row0 = Matrix._new(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
                                 None, (k, 1))
         # Lazy: sampled by the fused path from the one global row.
         return pick_row0 @ self._global, self._global_norm, xp.zeros(k, np.int64)
+
+
+def _column_norms(A_sq, D):
+    """Column sums of Â∘Â over all rows, in ascending row order.
+
+    Distributed over block rows, the running sums travel down each process
+    column block by block, so every rank gets exactly the single-process
+    values (floating-point sums keep their order).
+    """
+    if D is None or D.layout.replicated:
+        return reduce_columnwise(A_sq, "plus")
+    g = D.grid
+    cc = g.col_comm
+    from spla import comm as C
+    acc = None
+    if g.row > 0:
+        acc = np.empty(A_sq.ncols, A_sq.dtype)
+        cc.Recv(acc, source=g.row - 1, tag=21)
+    acc = reduce_columnwise(A_sq, "plus", init=acc)
+    if g.row < cc.Get_size() - 1:
+        cc.Send(np.ascontiguousarray(acc), dest=g.row + 1, tag=21)
+        C.record("column_norms", acc.nbytes)
+    cc.Bcast(acc, root=cc.Get_size() - 1)
+    return acc
 
 
 def _counts(ptr):

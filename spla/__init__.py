@@ -19,7 +19,7 @@ array([1, 1])
 from spla import semiring
 from spla.dist import DistMatrix, distribute
 from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
-                              reduce_rowwise, select)
+                              reduce_columnwise, reduce_rowwise, select)
 from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError,
                              IndexOutOfRange, InvalidCSR, InvalidValue,
                              LayoutError, MissingDependency, SplaError)
@@ -36,7 +36,7 @@ __all__ = [
     "Matrix", "MxmExpr", "semiring", "DistMatrix", "distribute",
     "mxm", "extract", "extract_rows", "extract_cols", "extract_blockwise",
     "compact_columns", "compact_columns_blockwise", "split_blocks",
-    "reduce_rowwise", "apply", "select", "ewise_add", "ewise_mult",
+    "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",
     "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",
