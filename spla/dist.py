@@ -51,6 +51,9 @@ def row_block(M, start, stop):
 class DistMatrix:
     """A sparse matrix distributed by block rows over an MPI communicator.
 
+    Build one with ``distribute``, ``DistMatrix.from_local`` or
+    ``DistMatrix.from_generator``.
+
     Attributes
     ----------
     local : spla.Matrix
@@ -60,9 +63,6 @@ class DistMatrix:
     layout : spla.layout.Layout
     comm : MPI communicator
     grid : spla.comm.ProcessGrid
-
-    Build one with ``distribute``, ``DistMatrix.from_local`` or
-    ``DistMatrix.from_generator``.
     """
 
     def __init__(self, local, shape, nnz, layout, comm, row_start):

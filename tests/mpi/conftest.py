@@ -1,0 +1,47 @@
+"""Run under mpiexec: one failing rank must end the whole job, not hang it.
+
+A failed test (or a failure while collecting) on any rank calls
+``COMM_WORLD.Abort(1)`` when more than one rank runs, so ranks blocked in a
+collective are killed at once and mpiexec exits non-zero.  Per-test
+timeouts use pytest-timeout's thread method, which works while a rank is
+blocked inside MPI (it dumps the stacks and exits that rank, and mpiexec
+then ends the others).
+"""
+
+import os
+import sys
+
+import pytest
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+
+def _abort(reason):
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() > 1:
+        sys.stdout.write(f"\n[rank {comm.Get_rank()}] {reason}: aborting all ranks\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        comm.Abort(1)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        # Let pytest print this rank's report before aborting.
+        item.config.hook.pytest_runtest_logreport(report=report)
+        _abort(f"test {item.nodeid} failed")
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _abort(f"collecting {report.nodeid} failed")
+
+
+@pytest.fixture(scope="session")
+def comm():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD
