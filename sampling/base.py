@@ -262,7 +262,7 @@ def assemble(layers, ids):
     from spla import split_blocks
     per_group = [[] for _ in ids]
     for adj, dst, dst_ptr, src, src_ptr in reversed(layers):  # input layer first
-        blocks = split_blocks(adj, dst_ptr, src_ptr)
+        blocks = split_blocks(adj, dst_ptr, src_ptr, check=False)
         dp = _backend.to_host(dst_ptr).tolist()
         sp = _backend.to_host(src_ptr).tolist()
         for g in range(len(ids)):

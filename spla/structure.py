@@ -206,12 +206,15 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
             kept, kept_ptr)
 
 
-def split_blocks(M, row_ptr, col_ptr):
+def split_blocks(M, row_ptr, col_ptr, *, check=True):
     """The diagonal blocks of a block-diagonal matrix, as a list of matrices.
 
     Block ``g`` is ``M[row_ptr[g]:row_ptr[g+1], col_ptr[g]:col_ptr[g+1]]``;
     entries outside the diagonal blocks are not allowed (they would be lost).
     The blocks share M's index and value arrays where they can (views).
+    ``check=False`` skips the O(nnz) check that M is block-diagonal, for
+    matrices built block-diagonal by ``compact_columns_blockwise`` or
+    ``extract_blockwise``.
 
     Examples
     --------
@@ -228,7 +231,7 @@ def split_blocks(M, row_ptr, col_ptr):
     col_ptr = _group_ptr(func, "col_ptr", col_ptr, M.ncols, xp)
     if row_ptr.size != col_ptr.size:
         fail(DimensionMismatch, func, "col_ptr", f"{row_ptr.size} offsets", f"{col_ptr.size}")
-    if M.nnz:
+    if check and M.nnz:
         group_of_row = xp.searchsorted(row_ptr, xp.arange(M.nrows), side="right") - 1
         g = group_of_row[row_ids(M.indptr)]
         j = M.indices.astype(np.int64)
