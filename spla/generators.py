@@ -17,9 +17,11 @@ Sizes
 ``rmat(20, 16, seed=s)`` (Graph500's scale 20, the default R-MAT
 probabilities, symmetric, no self loops) generates 16,777,216 edges and
 stores about 31.4 M entries after deduplication and symmetrisation
-(31,443,552 for ``seed=0``: 6.3 % of the generated edges are repeats or self
-loops); ``rmat(18, 8, seed=s)`` stores about 4.0 M entries (see
-``benchmarks/README.md`` for timings).
+(31,406,640 for ``seed=0``, 6.4 % below twice the generated edges; maximum
+degree 64,655, mean 30.0, E[d^2]/E[d] about 2,230).  ``rmat(18, 8, seed=0)``
+stores 3,939,614 entries (262,144 vertices).  Scale 20 builds in about 3 s
+on 2 cores (peak memory about 0.4 GB above the interpreter's); scale 18 in
+well under a second.
 """
 
 import numbers
@@ -144,8 +146,9 @@ def rmat(scale, edge_factor=16, *, seed, a=0.57, b=0.19, c=0.19, symmetric=True,
     -----
     Memory: 8 bytes per stored entry before deduplication (the packed
     coordinates), plus the output (4 bytes per entry, 8 with weights).  On
-    2 cores, scale 20 (16.8 M edges, 31.4 M stored entries) builds in a
-    few seconds.
+    2 cores, scale 20 (16.8 M edges, 31.4 M stored entries) builds in about
+    3 seconds.  A block of rows costs the full generation time (every edge
+    is drawn to find the block's ones) but only the block's memory.
 
     Examples
     --------
