@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.semiring_ops import add_op, mul_op
+from kernels.semiring_ops import ADD_PLUS, MUL_TIMES, add_op, mul_op
 
 
 def _parts():
@@ -56,14 +56,34 @@ def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, parts):
     return out_ptr
 
 
+@numba.njit(cache=True, inline="always")
+def _finish_row(out_idx, out_val, acc, marker, i, start, f, lo, hi):
+    """Write a row's columns in order: scan [lo, hi] when the row is dense
+    in that span (cheaper than sorting), else sort what was touched."""
+    cnt = f - start
+    span = hi - lo + 1
+    if cnt > 16 and span <= 8 * cnt:
+        t = start
+        for j in range(lo, hi + 1):
+            if marker[j] == i:
+                out_idx[t] = j
+                t += 1
+    else:
+        out_idx[start:f].sort()
+    for t in range(start, f):
+        out_val[t] = acc[out_idx[t]]
+
+
 @numba.njit(parallel=True, cache=True)
 def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-             ncols, out_ptr, add, mul, one, parts):
+             ncols, out_ptr, add, mul, one, idx_proto, parts):
     n = a_ptr.size - 1
     nnz = out_ptr[n]
-    out_idx = np.empty(nnz, np.int64)
+    out_idx = np.empty(nnz, idx_proto.dtype)
     out_val = np.empty(nnz, one.dtype)
     onev = one[0]
+    # plus_times on valued operands is the common case: a branch-free loop.
+    fast = add == ADD_PLUS and mul == MUL_TIMES and a_hv and b_hv
     bounds = _chunks(n, parts)
     for c in prange(bounds.size - 1):
         marker = np.full(ncols, -1, np.int64)
@@ -71,8 +91,24 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
         for i in range(bounds[c], bounds[c + 1]):
             start = out_ptr[i]
             f = start
+            lo = ncols
+            hi = -1
             for p in range(a_ptr[i], a_ptr[i + 1]):
                 k = a_idx[p]
+                if fast:
+                    av = a_val[p]
+                    for q in range(b_ptr[k], b_ptr[k + 1]):
+                        j = b_idx[q]
+                        if marker[j] != i:
+                            marker[j] = i
+                            acc[j] = av * b_val[q]
+                            out_idx[f] = j
+                            f += 1
+                            lo = min(lo, j)
+                            hi = max(hi, j)
+                        else:
+                            acc[j] += av * b_val[q]
+                    continue
                 av = a_val[p] if a_hv else onev
                 for q in range(b_ptr[k], b_ptr[k + 1]):
                     j = b_idx[q]
@@ -83,11 +119,11 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                         acc[j] = prod
                         out_idx[f] = j
                         f += 1
+                        lo = min(lo, j)
+                        hi = max(hi, j)
                     else:
                         acc[j] = add_op(add, acc[j], prod)
-            out_idx[start:f].sort()
-            for t in range(start, f):
-                out_val[t] = acc[out_idx[t]]
+            _finish_row(out_idx, out_val, acc, marker, i, start, f, lo, hi)
     return out_idx, out_val
 
 
@@ -100,8 +136,10 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                    ncols, out_ptr, add, mul, one):
     """Fill ``A @ B`` given the row pointer from ``spgemm_symbolic``:
     returns (indices, values)."""
+    # int32 column indices when they fit: half the output traffic.
+    proto = np.empty(0, np.int32 if ncols <= np.iinfo(np.int32).max else np.int64)
     return _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-                    ncols, out_ptr, add, mul, one, _parts())
+                    ncols, out_ptr, add, mul, one, proto, _parts())
 
 
 @numba.njit(parallel=True, cache=True)
