@@ -15,7 +15,7 @@ from typing import Tuple
 
 import numpy as np
 
-from spla import compact_columns_blockwise, sample_rows
+from spla import compact_columns_blockwise, mxm, sample_rows, semiring
 from spla._checks import check_weights
 from spla.matrix import Matrix
 
@@ -150,9 +150,10 @@ class GraphSAGE(Sampler):
         for hop, fanout in enumerate(self.config.fanouts):
             group = xp.repeat(ids, xp.diff(ptr).tolist() if xp is not np else xp.diff(ptr))
             A = self._rows(self.A, self.D, frontier)
-            if not self.config.weighted:
-                A = A.structure()
-            P = selection(frontier, n) @ A
+            if self.config.weighted:
+                P = selection(frontier, n) @ A
+            else:  # uniform: a structural product, no values to carry
+                P = mxm(selection(frontier, n), A.structure(), semiring.any_pair)
             S = sample_rows(P, fanout, seed=seed, stream=stream_of(epoch, hop),
                             row_ids=group * n + frontier, replace=self.config.replace,
                             return_counts=self.config.replace)

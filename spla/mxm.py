@@ -162,7 +162,9 @@ def _compute(A, B, sr):
     xp = A.xp
     K = _backend.kernels_for(A.device)
     out_dt = sr.output_dtype(A.dtype, B.dtype)
-    cdt = np.dtype(np.int64) if out_dt is None else out_dt
+    # A structural result still flows through the kernels' value arrays:
+    # make them 1 byte wide, since they are dropped.
+    cdt = np.dtype(np.bool_) if out_dt is None else out_dt
     a_val, a_hv = kernel_values(A, cdt)
     b_val, b_hv = kernel_values(B, cdt)
     one = xp.ones(1, cdt)

@@ -22,8 +22,33 @@ import numpy as np
 from numba import prange
 
 
+class _Scratch:
+    """Per-thread "last group seen" stamps over the input columns, kept
+    between calls: each call uses fresh stamp values (a running base), so
+    the arrays are filled once, not on every call (at 2**20 columns a fresh
+    fill costs more than relabelling a small bulk)."""
+
+    def __init__(self):
+        self.stamp = None
+        self.lid = None
+        self.base = 0
+
+    def take(self, parts, ncols, n_groups):
+        if self.stamp is None or self.stamp.shape != (parts, ncols) or \
+                self.base + n_groups >= np.iinfo(np.int64).max // 2:
+            self.stamp = np.full((parts, ncols), -1, np.int64)
+            self.lid = np.empty((parts, ncols), np.int32)
+            self.base = 0
+        base = self.base
+        self.base += n_groups
+        return self.stamp, self.lid, base
+
+
+_scratch = _Scratch()
+
+
 def _parts():
-    return 4 * numba.get_num_threads()
+    return numba.get_num_threads()
 
 
 @numba.njit(cache=True, inline="always")
@@ -56,7 +81,7 @@ def _group_bounds(n_groups, parts):
 
 
 @numba.njit(parallel=True, cache=True)
-def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
+def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, stamps, lids, base):
     G = row_ptr.size - 1
     nnz_base = ptr[row_ptr[0]]
     f_base = first_ptr[0]
@@ -64,29 +89,30 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
     local = np.empty(ptr[row_ptr[G]] - nnz_base, np.int64)
     cnt = np.zeros(G + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, parts)
+    bounds = _group_bounds(G, stamps.shape[0])
     for c in prange(bounds.size - 1):
-        stamp = np.full(ncols, -1, np.int64)
-        lid = np.empty(ncols, np.int64)
+        stamp = stamps[c]
+        lid = lids[c]
         for g in range(bounds[c], bounds[c + 1]):
-            base = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
+            sg = base + g
+            off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
             n = 0
             for t in range(first_ptr[g], first_ptr[g + 1]):
                 v = first[t]
-                if stamp[v] == g:
+                if stamp[v] == sg:
                     if dup[g] < 0:
                         dup[g] = t
                     continue
-                stamp[v] = g
+                stamp[v] = sg
                 lid[v] = n
-                tmp[base + n] = v
+                tmp[off + n] = v
                 n += 1
             for e in range(ptr[row_ptr[g]], ptr[row_ptr[g + 1]]):
                 v = idx[e]
-                if stamp[v] != g:
-                    stamp[v] = g
+                if stamp[v] != sg:
+                    stamp[v] = sg
                     lid[v] = n
-                    tmp[base + n] = v
+                    tmp[off + n] = v
                     n += 1
                 local[e - nnz_base] = lid[v]
             cnt[g + 1] = n
@@ -135,11 +161,12 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
     first_dup : position in ``first`` of the first repeated leading column
         within a group, or -1.
     """
-    return _compact(ptr, idx, row_ptr, first, first_ptr, ncols, _parts())
+    stamps, lids, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
+    return _compact(ptr, idx, row_ptr, first, first_ptr, ncols, stamps, lids, base)
 
 
 @numba.njit(parallel=True, cache=True)
-def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
+def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, stamps, lids, base):
     G = row_ptr.size - 1
     nr = rows.size
     # Upper bound per output row: the input row's length.
@@ -152,24 +179,25 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     tmp_src = np.empty(ub[nr], np.int64)
     cnt = np.zeros(nr + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, parts)
+    bounds = _group_bounds(G, stamps.shape[0])
     for c in prange(bounds.size - 1):
-        stamp = np.full(ncols, -1, np.int64)
-        lid = np.empty(ncols, np.int64)
+        stamp = stamps[c]
+        lid = lids[c]
         for g in range(bounds[c], bounds[c + 1]):
+            sg = base + g
             for t in range(col_ptr[g], col_ptr[g + 1]):
                 v = cols[t]
-                if stamp[v] == g and dup[g] < 0:
+                if stamp[v] == sg and dup[g] < 0:
                     dup[g] = t
-                stamp[v] = g
-                lid[v] = col_ptr[g] + (t - col_ptr[g])
+                stamp[v] = sg
+                lid[v] = t - col_ptr[g]
             for i in range(row_ptr[g], row_ptr[g + 1]):
                 r = rows[i]
                 f = ub[i]
                 for e in range(ptr[r], ptr[r + 1]):
                     v = idx[e]
-                    if stamp[v] == g:
-                        tmp_idx[f] = lid[v]
+                    if stamp[v] == sg:
+                        tmp_idx[f] = col_ptr[g] + lid[v]
                         tmp_src[f] = e
                         f += 1
                 cnt[i + 1] = f - ub[i]
@@ -198,4 +226,5 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     ``first_dup`` is the position in ``cols`` of the first column repeated
     within a group, or -1 (repeats are not allowed).
     """
-    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, _parts())
+    stamps, lids, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
+    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, stamps, lids, base)
