@@ -1,0 +1,284 @@
+"""Feature storage and fetching for minibatch training, on one rank or over MPI.
+
+A ``FeatureStore`` holds the node features (``n x f``, float32, dense) in
+one of two ways:
+
+* **replicated**: every rank holds all ``n`` rows; ``fetch`` is a local
+  gather and moves nothing;
+* **partitioned** (1.5D): the rows are cut into ``p/c`` blocks with
+  ``spla.layout.chunk`` and block ``i`` is held by the ``c`` ranks of
+  process row ``i`` (``c = 1`` is the 1D layout).  ``fetch`` is collective:
+  each rank deduplicates the ids it needs, asks the owner of each row *in
+  its own process column* (rank ``k`` of the grid's ``col_comm`` holds block
+  ``k``) with one all-to-allv of ids, receives the rows with a second one,
+  and expands them with the inverse index, so every distinct row travels
+  once.  Bytes are counted by ``spla.comm`` under ``'features.request'`` and
+  ``'features.reply'``.
+
+Labels and split masks are small and are kept replicated on every rank.
+"""
+
+import numpy as np
+
+from spla import comm as C
+from spla._checks import as_index_array, as_int, describe, fail
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
+from spla.layout import chunk, owner_of
+from spla.matrix import Matrix
+
+_MODES = ("replicated", "partitioned")
+
+
+def plan_requests(ids, n, parts):
+    """What a rank asks for: distinct ids grouped by owner, and how to expand them.
+
+    Parameters
+    ----------
+    ids : 1-D int array
+        Global row ids, any order, repeats allowed.
+    n : int
+        Number of rows of the whole feature matrix.
+    parts : int
+        Number of row blocks (``p / c``).
+
+    Returns
+    -------
+    unique : int64 array
+        The distinct ids, ascending (hence grouped by owner block).
+    inverse : int64 array
+        ``unique[inverse] == ids``.
+    sendcounts : int64 array of length ``parts``
+        How many of ``unique`` each block's owner is asked for.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u, inv, counts = plan_requests(np.array([7, 1, 7, 4, 1]), 10, 3)
+    >>> u.tolist(), counts.tolist(), u[inv].tolist()
+    ([1, 4, 7], [1, 1, 1], [7, 1, 7, 4, 1])
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    unique, inverse = np.unique(ids, return_inverse=True)
+    owners = owner_of(unique, n, parts)
+    sendcounts = np.bincount(owners, minlength=parts).astype(np.int64)
+    return unique, inverse.reshape(-1).astype(np.int64), sendcounts
+
+
+def _dense_rows(func, features, start, stop):
+    """Rows ``start:stop`` of ``features`` as a C-contiguous float32 array."""
+    if isinstance(features, Matrix):
+        from spla.dist import row_block
+        blk = row_block(features.to("cpu"), start, stop)
+        if blk.values is None:
+            blk = blk.astype(np.float32)
+        return np.ascontiguousarray(blk.to_scipy().toarray(), dtype=np.float32)
+    if hasattr(features, "get") and not isinstance(features, np.ndarray):  # cupy
+        features = features.get()
+    if not isinstance(features, np.ndarray):
+        try:
+            import scipy.sparse as sp
+            if sp.issparse(features):
+                return np.ascontiguousarray(sp.csr_matrix(features)[start:stop].toarray(),
+                                            dtype=np.float32)
+        except ImportError:  # pragma: no cover - scipy is a dependency
+            pass
+        fail(DTypeError, func, "features",
+             "a 2-D numpy array, a spla.Matrix or a scipy.sparse matrix", describe(features))
+    if features.ndim != 2:
+        fail(DimensionMismatch, func, "features", "a 2-D (n, f) array", describe(features))
+    if features.dtype.kind not in "fiub":
+        fail(DTypeError, func, "features", "a numeric array", describe(features))
+    return np.ascontiguousarray(features[start:stop], dtype=np.float32)
+
+
+class FeatureStore:
+    """Node features (n x f, float32), replicated or partitioned in 1.5D.
+
+    Parameters
+    ----------
+    features : numpy array (n, f), spla.Matrix or scipy.sparse matrix
+        The whole feature matrix (every rank passes it; each keeps only its
+        block when partitioned, densified).  Use ``FeatureStore.from_local``
+        when each rank only has its own block.
+    labels : 1-D int array of length n, optional
+        Kept replicated (``store.labels``).
+    splits : dict of name -> 1-D int array, optional
+        Vertex ids of each split (``'train'``, ``'val'``, ``'test'``), kept
+        replicated (``store.splits``, ``store.mask(name)``).
+    mode : {'replicated', 'partitioned'}, default 'replicated'
+    comm : MPI communicator, optional
+        Default COMM_WORLD when partitioned.  A replicated store never
+        touches MPI.
+    replication : int, default 1
+        ``c``, the ranks per process row (must divide p).  Only for
+        ``mode='partitioned'``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    >>> store = FeatureStore(x)
+    >>> store.fetch(np.array([5, 0, 5])).tolist()
+    [[10.0, 11.0], [0.0, 1.0], [10.0, 11.0]]
+    """
+
+    def __init__(self, features, *, labels=None, splits=None, mode="replicated", comm=None,
+                 replication=1, _local=None, _shape=None):
+        func = "FeatureStore"
+        if mode not in _MODES:
+            fail(InvalidValue, func, "mode", "'replicated' or 'partitioned'", repr(mode))
+        self.mode = mode
+        c = as_int(func, "replication", replication, minimum=1)
+        if mode == "replicated":
+            if c != 1:
+                fail(LayoutError, func, "replication", "1 for a replicated store "
+                     "(use mode='partitioned')", c)
+            self.comm = comm
+            self.grid = None
+            self.p, self.c, self.parts = 1, 1, 1
+            local = _dense_rows(func, features, 0, _rows_of(func, features))
+            self.num_nodes = local.shape[0]
+            self.row_start, self.row_stop = 0, self.num_nodes
+        else:
+            self.comm = C.as_comm(comm)
+            self.p = self.comm.Get_size()
+            err = None
+            if self.p % c:
+                err = LayoutError(f"{func}: argument 'replication' must divide the number of "
+                                  f"ranks p = {self.p}; got {c}")
+            C.agree(self.comm, err)
+            self.c = c
+            self.parts = self.p // c
+            self.grid = C.grid(self.comm, c)
+            if _local is None:
+                n = _rows_of(func, features)
+            else:
+                n = int(_shape[0])
+            self.num_nodes = n
+            self.row_start, self.row_stop = chunk(n, self.parts, self.grid.row)
+            local = (_dense_rows(func, features, self.row_start, self.row_stop)
+                     if _local is None else _local)
+        self.local = local
+        self.num_features = int(local.shape[1]) if local.ndim == 2 else 0
+        if mode == "partitioned":
+            # Every rank must agree on (n, f): a mismatch would hang the fetch.
+            allv = C.allgather_int(self.comm, [self.num_nodes, self.num_features])
+            err = None
+            if not (allv == allv[0]).all():
+                err = DimensionMismatch(f"{func}: every rank must hold the same feature "
+                                        f"shape; got {[tuple(r) for r in allv.tolist()]}")
+            C.agree(self.comm, err)
+        self.labels = None
+        if labels is not None:
+            labels = np.asarray(labels)
+            if labels.shape != (self.num_nodes,):
+                fail(DimensionMismatch, func, "labels", f"a 1-D array of {self.num_nodes} labels",
+                     describe(labels))
+            self.labels = labels.astype(np.int64, copy=False)
+        self.splits = {}
+        for name, ids in (splits or {}).items():
+            self.splits[name] = np.asarray(as_index_array(func, f"splits[{name!r}]", ids,
+                                                          self.num_nodes))
+
+    @classmethod
+    def from_local(cls, local, num_nodes, *, comm=None, replication=1, labels=None,
+                   splits=None):
+        """Collective: a partitioned store from this rank's own block of rows.
+
+        ``local`` must hold rows ``chunk(num_nodes, p / c, rank // c)``.
+        """
+        func = "FeatureStore.from_local"
+        comm = C.as_comm(comm)
+        p = comm.Get_size()
+        c = as_int(func, "replication", replication, minimum=1)
+        err = None
+        block = None
+        try:
+            if p % c:
+                fail(LayoutError, func, "replication", f"a divisor of p = {p}", c)
+            s, e = chunk(num_nodes, p // c, comm.Get_rank() // c)
+            block = _dense_rows(func, local, 0, _rows_of(func, local))
+            if block.shape[0] != e - s:
+                fail(DimensionMismatch, func, "local", f"{e - s} rows (rows {s}:{e} of "
+                     f"{num_nodes})", describe(block))
+        except Exception as exc:  # noqa: BLE001 - raised on every rank by agree
+            err = exc
+        C.agree(comm, err)
+        return cls(None, labels=labels, splits=splits, mode="partitioned", comm=comm,
+                   replication=c, _local=block, _shape=(num_nodes, block.shape[1]))
+
+    @property
+    def replicated(self):
+        return self.mode == "replicated"
+
+    @property
+    def shape(self):
+        return (self.num_nodes, self.num_features)
+
+    def __repr__(self):
+        where = ("replicated" if self.replicated else
+                 f"partitioned over {self.p} ranks (c = {self.c}), rows "
+                 f"{self.row_start}:{self.row_stop} here")
+        return f"<FeatureStore {self.num_nodes}x{self.num_features} float32, {where}>"
+
+    def mask(self, name):
+        """Boolean mask of split ``name`` (length n)."""
+        m = np.zeros(self.num_nodes, bool)
+        m[self.splits[name]] = True
+        return m
+
+    def fetch(self, ids):
+        """The feature rows of ``ids`` (float32, ``len(ids) x f``).
+
+        Collective when partitioned: every rank of the communicator must
+        call it (with its own ids, possibly none).  Replicated: local.
+
+        Parameters
+        ----------
+        ids : 1-D int array (numpy or cupy)
+            Global vertex ids, any order, repeats allowed.
+
+        Returns
+        -------
+        numpy float32 array of shape (len(ids), f)
+        """
+        func = "FeatureStore.fetch"
+        err = None
+        try:
+            ids = np.asarray(_host(as_index_array(func, "ids", _host(ids), self.num_nodes)))
+        except Exception as exc:  # noqa: BLE001
+            err = exc
+        if self.replicated:
+            if err is not None:
+                raise err
+            return self.local[ids]
+        C.agree(self.comm, err)
+        unique, inverse, sendcounts = plan_requests(ids, self.num_nodes, self.parts)
+        cc = self.grid.col_comm
+        req, reqcounts = C.alltoallv(cc, unique, sendcounts, "features.request")
+        f = self.num_features
+        rows = self.local[req - self.row_start] if req.size else np.zeros((0, f), np.float32)
+        got, _ = C.alltoallv(cc, rows.reshape(-1), reqcounts * f, "features.reply")
+        # Requests went out grouped by owner in ascending order, and each
+        # owner answers in the order asked: the rows come back as ``unique``.
+        return got.reshape(-1, f)[inverse] if f else np.zeros((ids.size, 0), np.float32)
+
+    def fetch_labels(self, ids):
+        """Labels of ``ids`` (local: labels are replicated)."""
+        return self.labels[np.asarray(_host(ids), np.int64)]
+
+
+def _rows_of(func, features):
+    shape = getattr(features, "shape", None)
+    if shape is None or len(shape) != 2:
+        fail(DimensionMismatch, func, "features", "a 2-D (n, f) matrix", describe(features))
+    return int(shape[0])
+
+
+def _host(a):
+    if isinstance(a, np.ndarray) or not hasattr(a, "get"):
+        return a
+    return a.get()
+
+
+__all__ = ["FeatureStore", "plan_requests"]
