@@ -1,0 +1,8 @@
+"""CUDA kernels (numba.cuda), twins of ``kernels.cpu``.  One module per operation.
+
+Each public function has the name, arguments and returns of its CPU twin and
+allocates its outputs with the array module of its inputs (cupy on a GPU,
+numpy under the CUDA simulator).
+"""
+
+from kernels.cuda import csr, ewise, extract, groups, reduce, sample, spgemm  # noqa: F401

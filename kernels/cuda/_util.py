@@ -1,0 +1,103 @@
+"""Launch helpers shared by the CUDA kernels (private to ``kernels.cuda``).
+
+* ``_xp(arr)``: the array module of an array (numpy under the simulator,
+  cupy on a GPU; cupy is imported lazily, only when a cupy array is met).
+* ``BLOCK`` / ``blocks(n)``: the launch shape.  Every kernel is a grid-stride
+  loop, so the grid may be capped; under the simulator (where each thread is
+  a Python thread) a tiny grid keeps the tests fast and still exercises the
+  stride.
+* ``device(fn)``: an ``@numba.njit`` helper as the CUDA kernels call it.  On a
+  GPU numba-cuda compiles a jit function called from a kernel as a device
+  function, so this is ``fn`` itself.  Under the simulator kernels run as
+  Python and hand their arrays around as simulator wrappers, which a CPU
+  dispatcher cannot unbox: there the helper is called on the wrapped numpy
+  arrays.  Either way the same helper decides, which keeps results identical.
+* ``scan(xp, counts_ptr)``, ``argsort_stable``, ``stable_order``: host-side
+  array steps between kernel launches.
+"""
+
+import numpy as np
+from numba import config
+
+SIM = bool(config.ENABLE_CUDASIM)
+
+#: Threads per block.
+BLOCK = 8 if SIM else 256
+#: Cap on blocks per launch (grid-stride loops cover the rest).
+MAX_BLOCKS = 2 if SIM else 8192
+
+
+def blocks(n):
+    """Blocks for ``n`` work items (at least one)."""
+    return max(1, min(MAX_BLOCKS, (int(n) + BLOCK - 1) // BLOCK))
+
+
+def _xp(arr):
+    """numpy for numpy arrays, cupy for cupy arrays."""
+    if isinstance(arr, np.ndarray):
+        return np
+    import cupy  # lazily: the CPU path and the simulator never need it
+
+    return cupy
+
+
+def host_int(x):
+    """A Python int from a numpy/cupy scalar or 0-d array (syncs on a GPU)."""
+    return int(x)
+
+
+def to_host(arr):
+    """A numpy copy/view of a numpy or cupy array."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    return arr.get()
+
+
+if SIM:
+    from numba.cuda.simulator.cudadrv.devicearray import (
+        FakeCUDAArray, FakeWithinKernelCUDAArray)
+
+    def _unwrap(a):
+        if isinstance(a, FakeWithinKernelCUDAArray):
+            a = a._item
+        if isinstance(a, FakeCUDAArray):
+            a = a._ary
+        return a
+
+    def device(fn):
+        def call(*args):
+            return fn(*[_unwrap(a) for a in args])
+
+        call.__name__ = getattr(fn, "__name__", "device_fn")
+        call.py_func = getattr(fn, "py_func", fn)
+        return call
+else:
+
+    def device(fn):
+        return fn
+
+
+def scan(xp, ptr):
+    """Inclusive scan of ``ptr`` (``ptr[0] == 0``, ``ptr[1:]`` the counts),
+    i.e. the CSR row pointer; a new int64 array."""
+    return xp.cumsum(ptr, dtype=np.int64)
+
+
+def argsort_stable(xp, a):
+    """Stable argsort as int64 (cupy's argsort is always stable)."""
+    if xp is np:
+        return np.argsort(a, kind="stable").astype(np.int64, copy=False)
+    return a.argsort().astype(np.int64, copy=False)
+
+
+def stable_order(xp, major, minor, n_major, n_minor):
+    """Permutation sorting by (major, minor); ties keep the input order.
+
+    One sort on a combined key when ``n_major * n_minor`` fits in 62 bits,
+    else two stable sorts (minor, then major).
+    """
+    if int(n_major) * int(n_minor) < (1 << 62):
+        key = major.astype(np.int64) * np.int64(n_minor) + minor.astype(np.int64)
+        return argsort_stable(xp, key)
+    o = argsort_stable(xp, minor)
+    return o[argsort_stable(xp, major[o])]

@@ -1,0 +1,177 @@
+"""Element-wise union (``ewise_add``) and intersection (``ewise_mult``), CUDA.
+
+Twin of ``kernels.cpu.ewise``: one thread per row merges the two sorted rows,
+in two passes (count with the CPU kernel's own ``_merge_count``, then fill).
+
+``map_values`` and ``select_mask`` take a user function (a numba
+dispatcher); a kernel calling it as a device function is built once per
+function and memoised.  Such kernels close over the function and cannot be
+cached on disk.
+"""
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from numba import cuda
+
+from kernels.cpu.ewise import _merge_count as _cpu_merge_count
+from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
+                                to_host)
+from kernels.semiring_ops import add_op as _add_op
+from kernels.semiring_ops import mul_op as _mul_op
+
+add_op = device(_add_op)
+mul_op = device(_mul_op)
+_merge_count = device(_cpu_merge_count)
+
+
+@cuda.jit(cache=True)
+def _ewise_count(a_ptr, a_idx, b_ptr, b_idx, union, counts):
+    n = a_ptr.size - 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        counts[i + 1] = _merge_count(a_idx, a_ptr[i], a_ptr[i + 1], b_idx,
+                                     b_ptr[i], b_ptr[i + 1], union)
+
+
+@cuda.jit(cache=True)
+def _ewise_fill(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union,
+                op, one, out_ptr, out_idx, out_val):
+    n = a_ptr.size - 1
+    onev = one[0]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        p = a_ptr[i]
+        ahi = a_ptr[i + 1]
+        q = b_ptr[i]
+        bhi = b_ptr[i + 1]
+        f = out_ptr[i]
+        while p < ahi or q < bhi:
+            take_a = q >= bhi or (p < ahi and a_idx[p] < b_idx[q])
+            take_b = p >= ahi or (q < bhi and b_idx[q] < a_idx[p])
+            if take_a:
+                if union:
+                    out_idx[f] = a_idx[p]
+                    out_val[f] = a_val[p] if a_hv else onev
+                    f += 1
+                p += 1
+            elif take_b:
+                if union:
+                    out_idx[f] = b_idx[q]
+                    out_val[f] = b_val[q] if b_hv else onev
+                    f += 1
+                q += 1
+            else:
+                av = a_val[p] if a_hv else onev
+                bv = b_val[q] if b_hv else onev
+                out_idx[f] = a_idx[p]
+                if union:
+                    out_val[f] = add_op(op, av, bv)
+                else:
+                    out_val[f] = mul_op(op, av, bv, onev)
+                f += 1
+                p += 1
+                q += 1
+
+
+def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
+          one):
+    xp = _xp(a_ptr)
+    n = a_ptr.size - 1
+    union = bool(union)
+    out_ptr = xp.zeros(n + 1, np.int64)
+    if n > 0:
+        _ewise_count[blocks(n), BLOCK](a_ptr, a_idx, b_ptr, b_idx, union,
+                                       out_ptr)
+        out_ptr = scan(xp, out_ptr)
+    nnz = host_int(out_ptr[n])
+    out_idx = xp.empty(nnz, np.int64)
+    out_val = xp.empty(nnz, one.dtype)
+    if nnz:
+        _ewise_fill[blocks(n), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
+                                      b_idx, b_val, bool(b_hv), union, op, one,
+                                      out_ptr, out_idx, out_val)
+    return out_ptr, out_idx, out_val
+
+
+# Kernels built per user function, memoised by the function's Python code
+# (spla wraps a plain function in a new dispatcher at every call), keeping
+# the most recently used ones.
+_lock = threading.Lock()
+_MEMO_SIZE = 64
+_map_kernels = OrderedDict()
+_select_kernels = OrderedDict()
+
+
+def _memo(table, f, build):
+    key = getattr(f, "py_func", f)
+    with _lock:
+        k = table.get(key)
+        if k is not None:
+            table.move_to_end(key)
+            return k
+    k = build(f)
+    with _lock:
+        table[key] = k
+        while len(table) > _MEMO_SIZE:
+            table.popitem(last=False)
+    return k
+
+
+def _build_map(f):
+    fd = device(f)
+
+    @cuda.jit
+    def _map(vals, out):
+        start = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        for t in range(start, vals.size, stride):
+            out[t] = fd(vals[t])
+
+    return _map
+
+
+def _build_select(f):
+    pred = device(f)
+
+    @cuda.jit
+    def _select(ptr, idx, vals, keep):
+        n = ptr.size - 1
+        start = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        for i in range(start, n, stride):
+            for t in range(ptr[i], ptr[i + 1]):
+                keep[t] = pred(np.int64(i), idx[t], vals[t])
+
+    return _select
+
+
+def map_values_into(vals, f, out):
+    """``out[t] = f(vals[t])`` for every value."""
+    n = vals.size
+    if n:
+        _memo(_map_kernels, f, _build_map)[blocks(n), BLOCK](vals, out)
+    return out
+
+
+def map_values(vals, f):
+    """``f`` applied to every value; the output dtype is that of ``f(vals[0])``."""
+    if vals.size == 0:
+        return vals.copy()
+    xp = _xp(vals)
+    dtype = np.asarray(f(to_host(vals[:1])[0])).dtype
+    return map_values_into(vals, f, xp.empty(vals.size, dtype))
+
+
+def select_mask(ptr, idx, vals, pred):
+    """Boolean mask of the entries (i, j, v) with ``pred(i, j, v)`` true."""
+    xp = _xp(ptr)
+    n = ptr.size - 1
+    keep = xp.empty(idx.size, np.bool_)
+    if n > 0 and idx.size:
+        _memo(_select_kernels, pred, _build_select)[blocks(n), BLOCK](
+            ptr, idx, vals, keep)
+    return keep

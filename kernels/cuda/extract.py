@@ -1,0 +1,132 @@
+"""Row and column extraction, CUDA.
+
+Twin of ``kernels.cpu.extract``.  ``gather_rows`` copies one output row per
+thread.  ``extract_cols`` builds the same column map as the CPU kernel (input
+column -> output positions, in increasing position), expands each row with
+one thread, then sorts the expansion by (row, output column) with a stable
+sort; output columns are distinct within a row, so the order is the CPU one.
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels.cuda._util import (BLOCK, _xp, argsort_stable, blocks, host_int,
+                                scan, stable_order)
+
+
+@cuda.jit(cache=True)
+def _gather_count(ptr, rows, counts):
+    n = rows.size
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        r = rows[i]
+        counts[i + 1] = ptr[r + 1] - ptr[r]
+
+
+@cuda.jit(cache=True)
+def _gather_fill(ptr, idx, val, hv, rows, out_ptr, out_idx, out_val):
+    n = rows.size
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        r = rows[i]
+        lo = ptr[r]
+        f = out_ptr[i]
+        for q in range(lo, ptr[r + 1]):
+            out_idx[f + q - lo] = idx[q]
+            if hv:
+                out_val[f + q - lo] = val[q]
+
+
+@cuda.jit(cache=True)
+def _cols_count(ptr, idx, map_ptr, counts):
+    n = ptr.size - 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        c = 0
+        for q in range(ptr[i], ptr[i + 1]):
+            j = idx[q]
+            c += map_ptr[j + 1] - map_ptr[j]
+        counts[i + 1] = c
+
+
+@cuda.jit(cache=True)
+def _cols_expand(ptr, idx, map_ptr, map_pos, out_ptr, e_row, e_idx, e_src):
+    n = ptr.size - 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        f = out_ptr[i]
+        for q in range(ptr[i], ptr[i + 1]):
+            j = idx[q]
+            for m in range(map_ptr[j], map_ptr[j + 1]):
+                e_row[f] = i
+                e_idx[f] = map_pos[m]
+                e_src[f] = q
+                f += 1
+
+
+@cuda.jit(cache=True)
+def _take(src, val, out):
+    n = src.size
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for t in range(start, n, stride):
+        out[t] = val[src[t]]
+
+
+def gather_rows(ptr, idx, val, hv, rows):
+    xp = _xp(ptr)
+    n = rows.size
+    out_ptr = xp.zeros(n + 1, np.int64)
+    if n:
+        _gather_count[blocks(n), BLOCK](ptr, rows, out_ptr)
+        out_ptr = scan(xp, out_ptr)
+    nnz = host_int(out_ptr[n])
+    out_idx = xp.empty(nnz, idx.dtype)
+    out_val = xp.empty(nnz if hv else 0, val.dtype)
+    if nnz:
+        _gather_fill[blocks(n), BLOCK](ptr, idx, val, bool(hv), rows, out_ptr,
+                                       out_idx, out_val)
+    return out_ptr, out_idx, out_val
+
+
+def column_map(cols, ncols):
+    """CSR map from input column to the output positions that select it."""
+    xp = _xp(cols)
+    map_ptr = xp.zeros(ncols + 1, np.int64)
+    if cols.size == 0:
+        return map_ptr, xp.zeros(0, np.int64)
+    map_ptr[1:] = xp.bincount(cols, minlength=ncols)
+    # A stable sort by column lists each column's positions in increasing
+    # order, as the CPU counting sort does.
+    return scan(xp, map_ptr), argsort_stable(xp, cols)
+
+
+def extract_cols(ptr, idx, val, hv, cols, ncols):
+    """``A[:, cols]``: returns (indptr, indices, values, source positions)."""
+    xp = _xp(ptr)
+    n = ptr.size - 1
+    map_ptr, map_pos = column_map(cols, ncols)
+    out_ptr = xp.zeros(n + 1, np.int64)
+    if n > 0 and cols.size:
+        _cols_count[blocks(n), BLOCK](ptr, idx, map_ptr, out_ptr)
+        out_ptr = scan(xp, out_ptr)
+    nnz = host_int(out_ptr[n]) if n > 0 else 0
+    if nnz == 0:
+        return (out_ptr, xp.zeros(0, np.int64), xp.zeros(0, val.dtype),
+                xp.zeros(0, np.int64))
+    e_row = xp.empty(nnz, np.int64)
+    e_idx = xp.empty(nnz, np.int64)
+    e_src = xp.empty(nnz, np.int64)
+    _cols_expand[blocks(n), BLOCK](ptr, idx, map_ptr, map_pos, out_ptr, e_row,
+                                   e_idx, e_src)
+    order = stable_order(xp, e_row, e_idx, n, cols.size)
+    out_idx = e_idx[order]
+    src = e_src[order]
+    out_val = xp.empty(nnz if hv else 0, val.dtype)
+    if hv:
+        _take[blocks(nnz), BLOCK](src, val, out_val)
+    return out_ptr, out_idx, out_val, src

@@ -1,0 +1,244 @@
+"""Per-group column relabelling and extraction, CUDA.
+
+Twin of ``kernels.cpu.groups`` (see there for the contract).  The CPU
+kernels walk each group with a "last group seen" stamp array over the input
+columns; a GPU cannot give each group such an array, so both twins work by
+sorting instead:
+
+* ``compact_groups``: each group's sequence (its ``first`` columns, then its
+  entries' columns, row by row) is laid out as the CPU kernel lays it out;
+  a stable sort by (group, column) gathers the occurrences of a column, the
+  head of each run is the column's first appearance, and ordering the run
+  heads by sequence position gives every group's kept columns in the CPU
+  order.  A repeat among a group's ``first`` columns is a run element past
+  the head that came from ``first``.
+* ``extract_groups``: each group's columns are sorted (stably) once; one
+  thread per output row looks its entries' columns up by binary search
+  (``kernels.common.lower_bound``), the last of equal columns winning, as
+  the CPU stamp does.
+
+Rows are then sorted by output column with a stable (row, column) sort;
+columns are distinct within a row, so the order is the CPU one.
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels.common import lower_bound as _lower_bound
+from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
+                                stable_order)
+
+lower_bound = device(_lower_bound)
+
+
+@cuda.jit(cache=True)
+def _seq_first(first, first_ptr, base, seq_grp, seq_col, seq_src):
+    """Group g's leading columns at the head of its sequence segment."""
+    G = first_ptr.size - 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for g in range(start, G, stride):
+        s = base[g]
+        for t in range(first_ptr[g], first_ptr[g + 1]):
+            seq_grp[s] = g
+            seq_col[s] = first[t]
+            seq_src[s] = -1 - t  # negative: a position in ``first``
+            s += 1
+
+
+@cuda.jit(cache=True)
+def _seq_entries(ptr, idx, row_ptr, row_grp, first_ptr, base, seq_grp,
+                 seq_col, seq_src):
+    """Entries of each row after their group's leading columns."""
+    r0 = row_ptr[0]
+    nr = row_ptr[row_ptr.size - 1] - r0
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for rr in range(start, nr, stride):
+        r = r0 + rr
+        g = row_grp[rr]
+        s = (base[g] + (first_ptr[g + 1] - first_ptr[g])
+             + (ptr[r] - ptr[row_ptr[g]]))
+        for e in range(ptr[r], ptr[r + 1]):
+            seq_grp[s] = g
+            seq_col[s] = idx[e]
+            seq_src[s] = e
+            s += 1
+
+
+def _owners(xp, ptr):
+    """Segment of every position ``ptr[0] .. ptr[-1] - 1`` of a CSR-like
+    pointer (empty segments own nothing).  A search rather than
+    ``repeat``, which cupy only takes with host-side counts."""
+    lo = host_int(ptr[0])
+    hi = host_int(ptr[ptr.size - 1])
+    pos = xp.arange(lo, hi, dtype=np.int64)
+    return (xp.searchsorted(ptr, pos, side="right") - 1).astype(np.int64)
+
+
+def _row_sort(xp, row_of, out_idx, n_rows, n_cols):
+    """Stable (row, column) order of a row-grouped expansion."""
+    return stable_order(xp, row_of, out_idx, n_rows, n_cols)
+
+
+def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
+    """Relabel the columns of each row group; see ``kernels.cpu.groups``.
+
+    Returns (out_idx, perm, kept, kept_ptr, first_dup).
+    """
+    xp = _xp(ptr)
+    G = row_ptr.size - 1
+    r0 = host_int(row_ptr[0])
+    r1 = host_int(row_ptr[G])
+    nnz_base = host_int(ptr[r0])
+    n_entries = host_int(ptr[r1]) - nnz_base
+    n_first = host_int(first_ptr[G]) - host_int(first_ptr[0])
+    L = n_first + n_entries
+    empty = xp.zeros(0, np.int64)
+    if G <= 0 or L == 0:
+        return empty, empty.copy(), empty.copy(), xp.zeros(max(G, 0) + 1, np.int64), -1
+    row_ptr = row_ptr.astype(np.int64, copy=False)
+    first_ptr = first_ptr.astype(np.int64, copy=False)
+    base = ((first_ptr[:-1] - first_ptr[0])
+            + (ptr[row_ptr[:-1]].astype(np.int64) - nnz_base))
+    seq_grp = xp.empty(L, np.int64)
+    seq_col = xp.empty(L, np.int64)
+    seq_src = xp.empty(L, np.int64)
+    if n_first:
+        _seq_first[blocks(G), BLOCK](first, first_ptr, base, seq_grp, seq_col,
+                                     seq_src)
+    row_grp = _owners(xp, row_ptr)
+    if n_entries:
+        _seq_entries[blocks(r1 - r0), BLOCK](ptr, idx, row_ptr, row_grp,
+                                             first_ptr, base, seq_grp,
+                                             seq_col, seq_src)
+    # Runs of one column within one group, in sequence order.
+    order = stable_order(xp, seq_grp, seq_col, G, ncols)
+    sg = seq_grp[order]
+    sc = seq_col[order]
+    ssrc = seq_src[order]
+    new = xp.empty(L, np.bool_)
+    new[0] = True
+    new[1:] = (sg[1:] != sg[:-1]) | (sc[1:] != sc[:-1])
+    starts = xp.flatnonzero(new)
+    # A leading column repeated within its group: a non-head from ``first``.
+    # The CPU kernel reports the earliest such position (-1 - src is
+    # decreasing in the position, hence the max).
+    rep = ssrc[(~new) & (ssrc < 0)]
+    first_dup = (-1 - host_int(rep.max())) if rep.size else -1
+    # Kept columns: run heads in order of first appearance.
+    head_pos = order[starts]
+    by_pos = xp.argsort(head_pos)
+    R = starts.size
+    gid = xp.empty(R, np.int64)
+    gid[by_pos] = xp.arange(R, dtype=np.int64)
+    kept = sc[starts][by_pos]
+    kept_ptr = xp.zeros(G + 1, np.int64)
+    kept_ptr[1:] = xp.bincount(sg[starts], minlength=G)
+    kept_ptr = scan(xp, kept_ptr)
+    # Each entry's new column, then rows sorted by it.
+    run_of = xp.cumsum(new) - 1
+    is_entry = ssrc >= 0
+    local = xp.empty(n_entries, np.int64)
+    local[ssrc[is_entry] - nnz_base] = gid[run_of[is_entry]]
+    if n_entries == 0:
+        return empty, empty.copy(), kept, kept_ptr, first_dup
+    row_of = _owners(xp, ptr[r0:r1 + 1].astype(np.int64))
+    o = _row_sort(xp, row_of, local, r1 - r0, R)
+    return local[o], o + nnz_base, kept, kept_ptr, first_dup
+
+
+@cuda.jit(cache=True)
+def _extract_count(ptr, idx, rows, row_grp, col_ptr, sorted_cols, counts):
+    nr = rows.size
+    c0 = col_ptr[0]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, nr, stride):
+        c = 0
+        g = row_grp[i]
+        if g >= 0:
+            lo = col_ptr[g] - c0
+            hi = col_ptr[g + 1] - c0
+            r = rows[i]
+            for e in range(ptr[r], ptr[r + 1]):
+                v = idx[e]
+                p = lower_bound(sorted_cols, lo, hi, v + 1) - 1
+                if p >= lo and sorted_cols[p] == v:
+                    c += 1
+        counts[i + 1] = c
+
+
+@cuda.jit(cache=True)
+def _extract_fill(ptr, idx, rows, row_grp, col_ptr, sorted_cols, sorted_pos,
+                  out_ptr, e_row, e_idx, e_src):
+    nr = rows.size
+    c0 = col_ptr[0]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, nr, stride):
+        g = row_grp[i]
+        if g < 0:
+            continue
+        lo = col_ptr[g] - c0
+        hi = col_ptr[g + 1] - c0
+        r = rows[i]
+        f = out_ptr[i]
+        for e in range(ptr[r], ptr[r + 1]):
+            v = idx[e]
+            p = lower_bound(sorted_cols, lo, hi, v + 1) - 1
+            if p >= lo and sorted_cols[p] == v:
+                e_row[f] = i
+                e_idx[f] = sorted_pos[p]
+                e_src[f] = e
+                f += 1
+
+
+def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
+    """Block-diagonal extraction: block g is ``A[rows_g, cols_g]``;
+    returns ``(indptr, indices, src, first_dup)``, see ``kernels.cpu.groups``."""
+    xp = _xp(ptr)
+    G = row_ptr.size - 1
+    nr = rows.size
+    out_ptr = xp.zeros(nr + 1, np.int64)
+    empty = xp.zeros(0, np.int64)
+    if G <= 0:
+        return out_ptr, empty, empty.copy(), -1
+    row_ptr = row_ptr.astype(np.int64, copy=False)
+    col_ptr = col_ptr.astype(np.int64, copy=False)
+    c0 = host_int(col_ptr[0])
+    c1 = host_int(col_ptr[G])
+    # Each group's columns sorted, ties in position order.
+    seg = cols[c0:c1].astype(np.int64)
+    col_grp = _owners(xp, col_ptr)
+    o = stable_order(xp, col_grp, seg, G, ncols)
+    sorted_cols = seg[o]
+    sorted_pos = o + c0
+    first_dup = -1
+    if c1 > c0:
+        dup = xp.empty(c1 - c0, np.bool_)
+        dup[0] = False
+        dup[1:] = (col_grp[o][1:] == col_grp[o][:-1]) & (sorted_cols[1:] == sorted_cols[:-1])
+        if bool(dup.any()):
+            first_dup = host_int(sorted_pos[dup].min())
+    if nr == 0 or c1 == c0:
+        return out_ptr, empty, empty.copy(), first_dup
+    # Group of every output row (-1 outside every group).
+    row_grp = xp.full(nr, -1, np.int64)
+    r0 = host_int(row_ptr[0])
+    r1 = host_int(row_ptr[G])
+    row_grp[r0:r1] = _owners(xp, row_ptr)
+    _extract_count[blocks(nr), BLOCK](ptr, idx, rows, row_grp, col_ptr,
+                                      sorted_cols, out_ptr)
+    out_ptr = scan(xp, out_ptr)
+    nnz = host_int(out_ptr[nr])
+    if nnz == 0:
+        return out_ptr, empty, empty.copy(), first_dup
+    e_row = xp.empty(nnz, np.int64)
+    e_idx = xp.empty(nnz, np.int64)
+    e_src = xp.empty(nnz, np.int64)
+    _extract_fill[blocks(nr), BLOCK](ptr, idx, rows, row_grp, col_ptr,
+                                     sorted_cols, sorted_pos, out_ptr, e_row,
+                                     e_idx, e_src)
+    order = _row_sort(xp, e_row, e_idx, nr, c1)
+    return out_ptr, e_idx[order], e_src[order], first_dup
