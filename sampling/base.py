@@ -115,7 +115,8 @@ def stack_batches(func, batches, n, xp, batch_ids=None):
     if batch_ids is None:
         ids = tuple(range(len(arrays)))
     else:
-        ids = tuple(as_int(func, "batch_ids[i]", b, minimum=0) for b in batch_ids)
+        ids = tuple(as_int(func, f"batch_ids[{i}]", b, minimum=0)
+                    for i, b in enumerate(batch_ids))
         if len(ids) != len(arrays):
             fail(DimensionMismatch, func, "batch_ids", f"{len(arrays)} ids", len(ids))
     if ids and (max(ids) + 1) * n >= 2 ** 63:

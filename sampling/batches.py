@@ -55,6 +55,11 @@ def epoch_batches(train_ids, batch_size, *, seed, epoch=0, drop_last=False):
         fail(InvalidValue, func, "batch_size", f"at most the training set size {ids.size}",
              batch_size)
     epoch = as_int(func, "epoch", epoch, minimum=0)
+    if epoch >= 2 ** 47:
+        fail(InvalidValue, func, "epoch", "an integer below 2**47", epoch)
+    seed = as_int(func, "seed", seed, minimum=0)
+    if seed >= 2 ** 64:
+        fail(InvalidValue, func, "seed", "an integer below 2**64", seed)
     order = permutation(ids.size, seed=seed, stream=(epoch << 16) | _EPOCH_STREAM)
     shuffled = ids[order]
     n_full = ids.size // batch_size

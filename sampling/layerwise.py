@@ -89,7 +89,8 @@ class _LayerWise(Sampler):
 
     def __init__(self, A, layer_sizes, normalize=True):
         name = type(self).__name__
-        self.config = LayerWiseConfig(layer_sizes, normalize)
+        self.config = LayerWiseConfig(layer_sizes_tuple(name, "layer_sizes", layer_sizes),
+                                      normalize)
         A, D = as_graph(name, A)
         err = None
         try:
@@ -103,8 +104,10 @@ class _LayerWise(Sampler):
         elif err is not None:
             raise err
         offset = 0 if D is None or D.layout.replicated else D.row_start
+        # Probabilities and column scales are real numbers: integer or
+        # structural graphs are sampled from float32 values.
         self.A = row_normalized_with_self_loops(A, offset) if normalize else (
-            A.astype(np.float32) if A.values is None else A)
+            A.astype(np.float32) if A.values is None or A.dtype.kind in "iu" else A)
         self.A_sq = apply(self.A, "square")
         if D is not None:
             from spla.dist import DistMatrix

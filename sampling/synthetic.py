@@ -12,7 +12,10 @@ size, so that accuracy on it means something:
   of ``num_features / num_classes`` features, and each vertex turns on
   ``words`` features, each drawn from its class's topic with probability
   ``signal`` and uniformly otherwise.  Features alone predict the class
-  only partly; neighbours sharing the class make the prediction reliable;
+  only partly; neighbours sharing the class make the prediction reliable
+  (on ``rmat:12``, a 2-layer GraphSAGE reaches about 0.86 test accuracy
+  with the default options, one sampled neighbour in one layer about 0.43;
+  chance is 1/8);
 * **split**: a seeded random 10 % / 10 % / 20 % train / validation / test
   split (the rest of the vertices are unlabelled for training purposes).
 
@@ -55,7 +58,7 @@ def _rmat_edges(scale, edge_factor, seed):
 
 
 def rmat_dataset(scale, *, seed=0, num_classes=8, num_features=64, edge_factor=8,
-                 intra_degree=8, words=8, signal=0.4):
+                 intra_degree=4, words=8, signal=0.2):
     """A seeded R-MAT node-classification dataset with planted community labels.
 
     Parameters
@@ -68,11 +71,11 @@ def rmat_dataset(scale, *, seed=0, num_classes=8, num_features=64, edge_factor=8
         At least ``num_classes``.
     edge_factor : int, default 8
         R-MAT edges generated per vertex (before symmetrisation).
-    intra_degree : int, default 8
+    intra_degree : int, default 4
         Extra edges per vertex to its own community (before symmetrisation).
     words : int, default 8
         Features drawn per vertex (repeats collapse).
-    signal : float, default 0.4
+    signal : float, default 0.2
         Probability that a drawn feature comes from the vertex's class topic.
 
     Returns

@@ -450,6 +450,11 @@ class Trainer:
             self.bulk_size = opts.bulk
         else:
             from sampling import BulkPlanner
+            need = self.sampler.estimate_bytes(self.minibatch_size)
+            if need > opts.memory_budget:
+                raise UsageError(f"--memory-budget {opts.memory_budget} bytes is too small for "
+                                 f"one minibatch of {self.minibatch_size} seeds (about {need} "
+                                 "bytes); raise it or lower --batch-size")
             per_rank = BulkPlanner(self.sampler, opts.memory_budget).bulk_size(
                 self.minibatch_size)
             self.bulk_size = per_rank * self.size

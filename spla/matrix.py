@@ -446,8 +446,10 @@ class Matrix:
         if not isinstance(key, tuple) or len(key) != 2:
             raise IndexOutOfRange("Matrix.__getitem__: use A[rows, cols] with arrays or ':'")
         r, c = key
-        full = slice(None)
-        return extract(self, None if r == full else r, None if c == full else c)
+
+        def whole(x):  # only ':' means every row/column (arrays compare elementwise)
+            return isinstance(x, slice) and x == slice(None)
+        return extract(self, None if whole(r) else r, None if whole(c) else c)
 
 
 def _array(x, like=None):

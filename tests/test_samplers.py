@@ -366,19 +366,11 @@ def test_layerwise_weighted_graph_with_zero_weights(kind, normalize):
             check_layerwise(S, mb, b, [2, 3], kind, normalize=normalize)
 
 
-_INT_SCALE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with normalize=False an integer-valued A keeps its int dtype and "
-           "_LayerWise._sample_stacked casts the column scale 1/(s p_j) to adj.dtype, "
-           "truncating it (2.5 -> 2, 0.625 -> 0): wrong weights, even all-zero rows")
-
-
 @pytest.mark.parametrize("kind", sorted(LAYERWISE))
 @pytest.mark.parametrize("dtype,normalize", [
     (np.float32, True), (np.float32, False), (np.float64, False),
     (np.int32, True), (np.int64, True),
-    pytest.param(np.int32, False, marks=_INT_SCALE_BUG),
-    pytest.param(np.int64, False, marks=_INT_SCALE_BUG),
+    (np.int32, False), (np.int64, False),
 ])
 def test_layerwise_value_dtypes(kind, dtype, normalize):
     S = _undirected(6, [(i, i + 1) for i in range(5)] + [(0, 3)], weights=[2, 1, 3, 1, 5, 4])
@@ -389,8 +381,6 @@ def test_layerwise_value_dtypes(kind, dtype, normalize):
         check_layerwise(S, mb, b, [2, 2], kind, normalize=normalize)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: LADIES(normalize=False) on an int64 graph: the "
-                   "1/(s p_j) column scale is cast to int64 and truncated")
 def test_ladies_integer_weights_minimal():
     # seed 0 has neighbours 1 (weight 2) and 3 (weight 4): p = (0.2, 0.8) on
     # {1, 3}; s = 2 takes both.  Row 0 of the block over src [0, 1, 3] is
@@ -615,8 +605,6 @@ def test_bad_sampler_configuration(make, exc, arg):
     assert _arg(arg) in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: LayerWiseConfig validates layer_sizes under its own "
-                   "name, so LADIES/FastGCN errors start 'LayerWiseConfig:', not 'LADIES:'")
 @pytest.mark.parametrize("cls", [LADIES, FastGCN])
 def test_layerwise_config_errors_name_the_sampler(cls):
     with pytest.raises(InvalidValue) as info:
@@ -624,8 +612,6 @@ def test_layerwise_config_errors_name_the_sampler(cls):
     assert str(info.value).startswith(f"{cls.__name__}: argument 'layer_sizes[0]'"), str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: stack_batches names a bad batch id "
-                   "'batch_ids[i]' literally instead of its position 'batch_ids[1]'")
 def test_bad_batch_id_is_named_by_position():
     with pytest.raises(InvalidValue) as info:
         GraphSAGE(spla_graph(PATH), [2]).sample([np.array([0]), np.array([1])], seed=0,
@@ -694,16 +680,12 @@ def test_epoch_batches_drop_last():
     assert [b.size for b in epoch_batches(np.arange(20), 5, seed=0, drop_last=True)] == [5] * 4
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: epoch_batches validates seed through the internal "
-                   "spla.random.uniform, so the message names 'uniform', not epoch_batches")
 def test_epoch_batches_bad_seed_names_the_function():
     with pytest.raises(InvalidValue) as info:
         epoch_batches(np.arange(10), 2, seed=-1)
     assert str(info.value).startswith("epoch_batches: argument 'seed'"), str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: epoch_batches does not bound epoch; epoch >= 2**48 "
-                   "overflows the shuffle stream and the error names argument 'stream' of uniform")
 def test_epoch_batches_huge_epoch_names_epoch():
     with pytest.raises(InvalidValue) as info:
         epoch_batches(np.arange(10), 2, seed=0, epoch=2 ** 48)
