@@ -26,6 +26,7 @@ The pieces are importable for notebooks: ``TrainOptions``, ``Trainer``
 """
 
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -339,6 +340,33 @@ def require_torch():
 
 # -- the trainer --------------------------------------------------------------
 
+class _ByteCounter(dict):
+    """A byte counter that compares by identity (so nested counters stay apart)."""
+
+    def __missing__(self, key):
+        return 0
+
+    def __eq__(self, other):
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+@contextlib.contextmanager
+def counting():
+    """Like ``spla.comm.counting``, safe to nest inside another counter."""
+    from spla import comm as C
+    c = _ByteCounter()
+    C._counters.append(c)
+    try:
+        yield c
+    finally:
+        for i, other in enumerate(C._counters):
+            if other is c:
+                del C._counters[i]
+                break
+
+
 @dataclass
 class EpochStats:
     """One row of the table (over all ranks: times are the slowest rank's)."""
@@ -591,12 +619,11 @@ class Trainer:
     def train_epoch(self, epoch):
         """Collective: one epoch of bulk-sampled training; returns ``EpochStats``."""
         from sampling import epoch_batches
-        from spla import comm as C
         torch, o = self.torch, self.opts
         t = dict.fromkeys(PHASES, 0.0)
         loss_sum = seeds = edges = 0.0
         steps = 0
-        with C.counting() as moved:
+        with counting() as moved:
             batches = epoch_batches(self.store.splits["train"], self.minibatch_size,
                                     seed=o.seed, epoch=epoch)
             bulks = self._bulks(len(batches))
