@@ -183,7 +183,10 @@ class _Parser(argparse.ArgumentParser):
     """Errors as one line, ``error: ...``, exit status 2."""
 
     def error(self, message):
-        sys.stderr.write(f"error: {message} (see {self.prog} --help)\n")
+        # Under mpiexec every rank parses the same arguments: rank 0 speaks.
+        rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+        if rank == "0":
+            sys.stderr.write(f"error: {message} (see {self.prog} --help)\n")
         sys.exit(2)
 
 
@@ -774,6 +777,8 @@ def plot_phases(history, path, title=None):
         ax.bar(epochs, v, bottom=bottom, label=phase)
         bottom += v
     ax.set_xlabel("epoch")
+    if len(epochs) <= 30:
+        ax.set_xticks(epochs)
     ax.set_ylabel("seconds (slowest rank)")
     if title:
         ax.set_title(title, fontsize=9)
