@@ -16,10 +16,14 @@ import pytest
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 
-def _abort(reason):
+def _abort(reason, details=""):
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     if comm.Get_size() > 1:
+        # pytest prints failure details only at the end of the session, which an
+        # aborted rank never reaches: print them here or they are lost.
+        if details:
+            sys.stdout.write(f"\n[rank {comm.Get_rank()}] {details[-8000:]}\n")
         sys.stdout.write(f"\n[rank {comm.Get_rank()}] {reason}: aborting all ranks\n")
         sys.stdout.flush()
         sys.stderr.flush()
@@ -33,12 +37,12 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         # Let pytest print this rank's report before aborting.
         item.config.hook.pytest_runtest_logreport(report=report)
-        _abort(f"test {item.nodeid} failed")
+        _abort(f"test {item.nodeid} failed", report.longreprtext)
 
 
 def pytest_collectreport(report):
     if report.failed:
-        _abort(f"collecting {report.nodeid} failed")
+        _abort(f"collecting {report.nodeid} failed", report.longreprtext)
 
 
 @pytest.fixture(scope="session")
