@@ -26,7 +26,7 @@ RST_FILES = sorted(DOCS.glob("*.rst"))
 
 TEST_COMMAND = ". .venv/bin/activate && python -m pytest"
 MAIN_COMMAND = ('python3 -m venv .venv && . .venv/bin/activate && '
-                'pip install -e ".[test]" && python -m sampling.train')
+                'pip install -e ".[train,test]" && python -m sampling.train')
 
 
 def fenced_blocks(text, lang):
@@ -115,3 +115,20 @@ def test_api_page_documents_every_public_name():
         "Monoid", "Semiring", "as_semiring", "as_monoid", "SEMIRINGS", "MONOIDS"]
     missing = [name for name in named if name not in documented]
     assert not missing, f"docs/api.rst does not document spla.semiring.{missing}"
+
+
+def test_notebook_runs_on_cpu():
+    """docs/notebooks/explore.ipynb runs top to bottom on the CPU (nbmake)."""
+    pytest.importorskip("nbmake", reason="the notebook is run by nbmake (pip install -e '.[test]')")
+    pytest.importorskip("torch", reason="the notebook trains a model (pip install -e '.[train]')")
+    pytest.importorskip("matplotlib", reason="the notebook plots (pip install -e '.[test]')")
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # the CPU fallback, even beside a GPU
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "--nbmake", "--nbmake-timeout=600", str(DOCS / "notebooks" / "explore.ipynb")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert "1 passed" in proc.stdout, proc.stdout[-3000:]
