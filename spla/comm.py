@@ -48,7 +48,12 @@ def counting():
     try:
         yield c
     finally:
-        _counters.remove(c)
+        # By identity: list.remove compares by value, and two nested counters
+        # with equal counts (both empty, say) would remove the outer one.
+        for i, other in enumerate(_counters):
+            if other is c:
+                del _counters[i]
+                break
 
 
 def record(op, nbytes):
