@@ -21,6 +21,13 @@ weight, drawing ``cnt`` slots:
 
 Picks are written as entry positions, sorted ascending (rows of a canonical
 CSR matrix are sorted by column, so this is column order too).
+
+Weights are used as given except at the two ends of the float64 range: a
+row whose largest weight is huge (>= 2**900, where the row total could
+overflow) or tiny (< 2**-960, where ``u * total`` would fall among the
+subnormals and round to a few representable values) is rescaled by an exact
+power of two (``row_scale``) before its prefix sum is formed.  Every other
+row is sampled from its raw weights, so the rescaling changes no other pick.
 """
 
 import numba
@@ -38,6 +45,36 @@ def weight_at(values, has_values, j):
     if has_values:
         return np.float64(values[j])
     return 1.0
+
+
+# Rows with a largest weight outside [_TINY, _BIG) are rescaled by an exact
+# power of two: _SHRINK keeps a total of up to 2**63 entries below 2**959,
+# _GROW lifts subnormal weights (multiples of 2**-1074) to normal numbers
+# without rounding them.
+_BIG = 2.0 ** 900
+_SHRINK = 2.0 ** -128
+_TINY = 2.0 ** -960
+_GROW = 2.0 ** 960
+
+
+@numba.njit(cache=True, inline="always")
+def row_scale(max_weight):
+    """The exact power-of-two factor applied to a row's weights (1 for most rows)."""
+    if max_weight >= _BIG:
+        return _SHRINK
+    if 0.0 < max_weight < _TINY:
+        return _GROW
+    return 1.0
+
+
+@numba.njit(cache=True)
+def row_max(lo, hi, values, has_values):
+    m = 0.0
+    for j in range(lo, hi):
+        w = weight_at(values, has_values, j)
+        if w > m:
+            m = w
+    return m
 
 
 @numba.njit(cache=True, inline="always")
@@ -64,8 +101,9 @@ def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
     has_values : bool
         False for a structural row (every weight is 1).
     prefix : float64 array
-        Inclusive prefix sum of the row's weights, restarted at ``lo``; read
-        only for weighted rows.
+        Inclusive prefix sum of the row's weights times ``row_scale`` (as
+        written by ``row_stats``), restarted at ``lo``; read only for
+        weighted rows.
     mode : int
         ``UNIFORM`` or ``WEIGHTED``.
     positives : int
@@ -125,6 +163,10 @@ def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
             out[o + filled] = j
             filled += 1
     insertion_sort(out, o, o + filled)
+    scale = 1.0
+    if filled < cnt:
+        # The same weights the prefix sum was formed from.
+        scale = row_scale(row_max(lo, hi, values, has_values))
     while filled < cnt:
         # Exact draw from the mass not yet picked; picks stay sorted so one
         # merge-like pass skips them.
@@ -134,7 +176,9 @@ def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
             if p < o + filled and out[p] == j:
                 p += 1
                 continue
-            rem += weight_at(values, has_values, j)
+            w = weight_at(values, has_values, j)
+            if w > 0.0:
+                rem += w * scale
         x = uniform01(key, n) * rem
         n += 1
         acc = 0.0
@@ -147,7 +191,9 @@ def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
                 continue
             w = weight_at(values, has_values, j)
             if w > 0.0:
-                acc += w
+                # ``last`` is a positive entry even if its scaled weight
+                # underflowed, so a pick always exists (filled < positives).
+                acc += w * scale
                 last = j
                 if acc > x:
                     pick = j
@@ -168,7 +214,9 @@ def row_stats(lo, hi, values, has_values, prefix, write_prefix):
     """Scan one row: (positive count, mode), optionally writing its prefix.
 
     A row is ``UNIFORM`` when it is structural or all its weights are equal
-    and positive; otherwise ``WEIGHTED``.
+    and positive; otherwise ``WEIGHTED``.  The prefix holds the weights times
+    ``row_scale(max weight)``: a second pass rescales it in the rare rows
+    where that factor is not 1.
     """
     if not has_values:
         return hi - lo, UNIFORM
@@ -176,17 +224,29 @@ def row_stats(lo, hi, values, has_values, prefix, write_prefix):
     acc = 0.0
     equal = True
     first = 0.0
+    top = 0.0
     if hi > lo:
         first = np.float64(values[lo])
     for j in range(lo, hi):
         w = np.float64(values[j])
         if w > 0.0:
             positives += 1
+            if w > top:
+                top = w
         if w != first:
             equal = False
         acc += w
         if write_prefix:
             prefix[j] = acc
+    if write_prefix:
+        scale = row_scale(top)
+        if scale != 1.0:
+            acc = 0.0
+            for j in range(lo, hi):
+                w = np.float64(values[j])
+                if w > 0.0:
+                    acc += w * scale
+                prefix[j] = acc
     if equal and first > 0.0:
         return positives, UNIFORM
     return positives, WEIGHTED

@@ -33,6 +33,29 @@ def _readonly(a):
     return a
 
 
+def _widen_values(func, arg, values):
+    """Values converted to a supported dtype without losing information.
+
+    None for boolean values (a structural matrix); a DTypeError naming
+    ``func`` and ``arg`` for dtypes that cannot be held exactly (complex,
+    uint64 above the int64 range, objects).
+    """
+    dtype = np.dtype(values.dtype)
+    if dtype in (np.float32, np.float64, np.int32, np.int64):
+        return values
+    if dtype == np.bool_:
+        return None
+    if dtype.kind == "f":
+        return values.astype(np.float64)  # long double: the widest float the kernels take
+    if dtype.kind in "iu" and dtype.itemsize < 8:
+        return values.astype(np.int64)
+    if dtype == np.uint64 and (values.size == 0 or int(values.max()) <= np.iinfo(np.int64).max):
+        return values.astype(np.int64)
+    fail(DTypeError, func, arg,
+         "real values (float16/32/64, integers that fit in int64, or bool for a pattern)",
+         f"dtype {dtype}")
+
+
 class Matrix:
     """A sparse matrix in canonical CSR form, on the CPU or a GPU.
 
@@ -208,17 +231,16 @@ class Matrix:
         if not S.has_canonical_format:
             S = S.copy()
             S.sum_duplicates()
-        values = None if structural else S.data
-        if values is not None and values.dtype == np.bool_:
-            values = None
-        elif values is not None and np.dtype(values.dtype) not in (
-                np.float32, np.float64, np.int32, np.int64):
-            values = values.astype(np.float64 if values.dtype.kind == "f" else np.int64)
+        values = None if structural else _widen_values("Matrix.from_scipy", "S", S.data)
         return cls.from_csr(S.indptr.astype(np.int64), S.indices, values, S.shape)
 
     @classmethod
     def from_dense(cls, D, *, structural=False):
         """A matrix holding the nonzeros of a 2-D numpy/cupy array.
+
+        Boolean arrays give a structural matrix; other float dtypes become
+        float64 and other integer dtypes int64 (as in ``from_scipy``);
+        complex arrays are rejected (``DTypeError``).
 
         Examples
         --------
@@ -231,9 +253,7 @@ class Matrix:
         if D.ndim != 2:
             fail(DimensionMismatch, "Matrix.from_dense", "D", "a 2-D array", describe(D))
         r, c = xp.nonzero(D)
-        vals = None if structural else D[r, c]
-        if vals is not None and vals.dtype == np.bool_:
-            vals = None
+        vals = None if structural else _widen_values("Matrix.from_dense", "D", D[r, c])
         return cls.from_coo(r, c, vals, D.shape)
 
     @classmethod

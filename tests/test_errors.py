@@ -353,11 +353,6 @@ def test_mxm_checks_shapes_before_computing():
         _ = _A() @ _A()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Matrix.from_dense forwards to from_coo, so an "
-                   "unsupported dtype (complex128, float16, int8) raises DTypeError "
-                   "'Matrix.from_coo: argument 'values' ...': it names another function "
-                   "and an argument the caller never passed, instead of "
-                   "'Matrix.from_dense: argument 'D''")
 @pytest.mark.parametrize("dtype", [np.complex128, np.float16, np.int8])
 def test_from_dense_unsupported_dtype_names_from_dense(dtype):
     D = np.array([[0, 3]], dtype)
@@ -369,3 +364,31 @@ def test_from_dense_unsupported_dtype_names_from_dense(dtype):
     # converting (as from_scipy does for float16 and int8) is fine too
     assert np.dtype(dtype).kind != "c", "complex values cannot be kept"
     np.testing.assert_array_equal(M.to_dense(), D.astype(M.dtype))
+
+
+@pytest.mark.parametrize("factory", ["from_dense", "from_scipy"])
+def test_complex_values_are_rejected_not_truncated(factory):
+    D = np.array([[0, 1 + 2j]])
+    arg = {"from_dense": "D", "from_scipy": "S"}[factory]
+    src = D if factory == "from_dense" else sp.csr_matrix(D)
+    with pytest.raises(spla.DTypeError, match=rf"Matrix\.{factory}: argument '{arg}'"):
+        getattr(Matrix, factory)(src)
+
+
+@pytest.mark.parametrize("dtype, kept", [(np.float16, np.float64), (np.int8, np.int64),
+                                         (np.uint16, np.int64), (np.uint32, np.int64),
+                                         (np.uint64, np.int64)])
+def test_other_dtypes_are_widened_exactly(dtype, kept):
+    D = np.array([[0, 3], [7, 0]], dtype)
+    sources = [Matrix.from_dense(D)]
+    if dtype != np.float16:  # scipy.sparse has no float16 matrices
+        sources.append(Matrix.from_scipy(sp.csr_matrix(D)))
+    for M in sources:
+        assert M.dtype == kept
+        np.testing.assert_array_equal(M.to_dense(), D.astype(kept))
+
+
+def test_uint64_beyond_int64_is_rejected():
+    D = np.array([[0, 2 ** 63]], np.uint64)
+    with pytest.raises(spla.DTypeError, match=r"Matrix\.from_dense: argument 'D'"):
+        Matrix.from_dense(D)

@@ -689,11 +689,6 @@ def test_structural_A_needs_no_prefix():
 # extreme but valid weights
 # ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: the row total of finite weights [1e308, 1.5e308] "
-                   "overflows to inf in the float64 prefix sum (kernels/its.py row_stats), "
-                   "x = u * inf never falls below a prefix, and search_prefix returns the "
-                   "last positive entry: entry 1 is picked in 20000 of 20000 draws instead "
-                   "of ~12000 (40/60 law); check_weights accepts these weights")
 @pytest.mark.parametrize("path", ["materialised", "fused"])
 @pytest.mark.parametrize("replace", [True, False])
 def test_weights_near_float64_max_keep_the_law(replace, path):
@@ -710,10 +705,6 @@ def test_weights_near_float64_max_keep_the_law(replace, path):
     assert_bonferroni([multinomial_pvalue(counts, np.array([0.4, 0.6]))], "near-max weights")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: kernels/its.py draws x = u * total in the row's "
-                   "own scale; for subnormal weights [5e-324, 1e-323] u * total rounds to a "
-                   "multiple of 5e-324, so entry 0 is drawn with probability ~1/6 instead "
-                   "of 1/3 (with this seed: 5074 of 30000 draws, expected 10000)")
 @pytest.mark.parametrize("path", ["materialised", "fused"])
 def test_subnormal_weights_keep_the_law(path):
     w = np.array([5e-324, 1e-323])
@@ -721,3 +712,36 @@ def test_subnormal_weights_keep_the_law(path):
     counts = np.bincount(np.asarray(S.indices), minlength=2)
     assert_bonferroni([multinomial_pvalue(counts, np.array([1 / 3, 2 / 3]))],
                       "subnormal weights")
+
+
+@pytest.mark.parametrize("path", ["materialised", "fused"])
+def test_subnormal_weights_in_the_exact_fallback_keep_the_law(path):
+    # Entry 0 dominates (2**40 times the others), so the rejection draws of a
+    # 2-subset keep hitting it and the second pick comes from the linear-scan
+    # fallback over entries 1 and 2, whose weights are subnormal: the scan
+    # must use the same rescaled weights as the prefix (law 1/3, 2/3).
+    tiny = 5e-324
+    w = np.array([tiny * 2.0 ** 40, tiny, 2 * tiny])
+    S = sample_identical_rows(w, 2, 30000, MASTER_SEED + 803, replace=False, path=path)
+    picks = np.asarray(S.indices, np.int64).reshape(-1, 2)
+    assert np.all(picks[:, 0] == 0), "the dominant entry is always picked"
+    counts = np.bincount(picks[:, 1] - 1, minlength=2)
+    assert_bonferroni([multinomial_pvalue(counts, np.array([1 / 3, 2 / 3]))],
+                      "subnormal weights, fallback scan")
+
+
+def test_rescaled_rows_leave_ordinary_rows_alone():
+    # The power-of-two rescaling applies only to rows with extreme weights:
+    # a row of ordinary weights draws exactly as before (same picks as the
+    # same row scaled by 2**-64, which is rescaled by no factor either).
+    rng = np.random.default_rng(5)
+    w = rng.random(40) + 0.01
+    a = sample_identical_rows(w, 5, 200, MASTER_SEED + 804)
+    b = sample_identical_rows(w * 2.0 ** -64, 5, 200, MASTER_SEED + 804)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    # and an extreme row (here its total overflows float64) draws the same
+    # picks as its ordinary twin
+    c = sample_identical_rows(w * 2.0 ** 1020, 5, 200, MASTER_SEED + 804)
+    d = sample_identical_rows(w * 2.0 ** -1030, 5, 200, MASTER_SEED + 804)
+    np.testing.assert_array_equal(a.indices, c.indices)
+    np.testing.assert_array_equal(a.indices, d.indices)
