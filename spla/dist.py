@@ -8,16 +8,33 @@ it (``shape``/``lshape``, ``nnz``/``lnnz``).  All functions marked
 order; argument errors are detected on every rank together and raised on
 every rank, so a bad call never leaves a rank waiting.
 
-The sparsity-aware fetch (the paper's Algorithm 2): the ranks of a process
-row pool the row ids of A they need, each fetches its 1/c share (blocks
-``k`` with ``k % c`` equal to its process column) from the owners in its
-process column with one Alltoallv of requests and one of replies, and the
-process row shares what it fetched (an Allgatherv within the row).  The
-SpGEMM then multiplies locally with the fetched rows, each rank of a process
-row computing a disjoint row range, concatenated within the row.  Sharing
-fetched rows rather than reducing partial sums keeps every floating-point
-sum in the single-process order: the distributed product is bit-identical
-to ``mxm`` for every semiring.
+The sparsity-aware fetch (``fetch_rows``; the paper's Algorithm 2 without
+its row pooling): each rank reads the rows it needs from its own block
+locally, and fetches every other row it needs from the replica of the
+owning block in its own process column (every process column holds every
+block once), with one Alltoallv of requests and one of replies (row
+lengths, column indices, values) in the column communicator.  A rank
+receives exactly the remote rows it asked for, and as c grows its block
+(about n·c/p rows) holds more of them, so fewer move.
+
+``strategy='pooled'`` keeps the paper's variant: the process row pools its
+members' requests, each member fetches a 1/c share of the blocks and the
+row shares what its members fetched (an Allgatherv within the row).  Pooling
+fetches a row that several members need once, so it moves fewer bytes
+between process rows when their requests overlap, but sharing sends every
+member the whole union: in total it never moves fewer bytes than the direct
+fetch, and helps only where the row communicator is much cheaper than the
+column one (e.g. a process row within a node).
+
+Row ids, row lengths and column indices travel as int32 whenever the
+dimensions fit (below 2**31), otherwise as int64.
+
+The SpGEMM multiplies locally with the fetched rows, each rank of a process
+row computing a disjoint row range of its Q block (and fetching only the rows
+of A that range needs), concatenated within the row.  Moving whole rows
+rather than reducing partial sums keeps every floating-point sum in the
+single-process order: the distributed product is bit-identical to ``mxm``
+for every semiring.
 """
 
 import numpy as np
@@ -25,7 +42,8 @@ import numpy as np
 from spla import comm as C
 from spla._checks import describe, fail
 from spla._util import indptr_from_counts
-from spla.exceptions import DimensionMismatch, DTypeError, LayoutError
+from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue,
+                             LayoutError, SplaError)
 from spla.layout import Layout, chunk, chunk_bounds, owner_of
 from spla.matrix import Matrix, _narrow_indices
 
@@ -154,29 +172,71 @@ class DistMatrix:
         # Each process column holds every block exactly once, in row order.
         return _allgather_rows(self.grid.col_comm, self.local, "gather", self.ncols)
 
-    def fetch_rows(self, rows):
+    def fetch_rows(self, rows, strategy="direct"):
         """Collective: the rows ``rows`` of this matrix, sparsity-aware.
 
-        Every rank passes the global row ids it needs (any order, repeats
-        allowed; possibly none).  Returns ``(M, ids)``: ``ids`` are the
-        distinct rows available (ascending; the union over this rank's
-        process row) and ``M`` holds them in that order.  Nothing moves when
-        the matrix is replicated.
-        """
-        return fetch_rows(self, rows)
+        Parameters
+        ----------
+        rows : array_like of int
+            The global row ids this rank needs: any order, repeats allowed,
+            possibly none.  Ranks may ask for different rows.
+        strategy : {'direct', 'pooled'}, default 'direct'
+            The same on every rank.  ``'direct'``: this rank reads the rows
+            of its own block locally and fetches every other row it asked
+            for from the replica of the owning block in its own process
+            column (one Alltoallv of requests and replies).  ``'pooled'``:
+            the process row pools its members' requests, each member
+            fetches a ``1/c`` share of the blocks, and the row shares what
+            its members fetched.  Pooling fetches a row that several
+            members of a process row ask for once; sharing sends every
+            member the whole union.
 
-    def rows_view(self, rows):
+        Returns
+        -------
+        M : spla.Matrix
+            Shape ``(len(ids), ncols)``, on the host; row ``t`` is global
+            row ``ids[t]``.
+        ids : numpy.ndarray of int64
+            Ascending and distinct.  ``'direct'`` (and any replicated
+            matrix): the distinct rows this rank asked for.  ``'pooled'``:
+            the distinct rows that any rank of this rank's process row
+            asked for.
+
+        Raises
+        ------
+        InvalidValue
+            On every rank: a ``strategy`` other than 'direct' or 'pooled',
+            or ranks passing different strategies.
+        IndexOutOfRange
+            On every rank: a row id outside ``[0, nrows)`` on some rank.
+
+        Notes
+        -----
+        Nothing moves when the matrix is replicated.  On the wire, row ids
+        are int32 when ``nrows < 2**31``, and row lengths and column
+        indices int32 when ``ncols < 2**31`` (int64 otherwise); values keep
+        their dtype.  The bytes each rank sends are counted under
+        ``'fetch_rows.request'`` and ``'fetch_rows.reply'`` (pooled also
+        ``'fetch_rows.pool'`` and ``'fetch_rows.share'``); the counts are
+        in ``docs/distributed.rst``.
+        """
+        return _fetch(self, rows, strategy, "DistMatrix.fetch_rows")
+
+    def rows_view(self, rows, strategy="direct"):
         """Collective: an ``nrows x ncols`` local matrix holding at least ``rows``.
 
         Rows not fetched are empty; the index pointer costs 8 bytes per row
         of the global matrix.  A drop-in for the global matrix in any local
-        computation that reads only those rows.
+        computation that reads only those rows.  ``strategy`` is that of
+        ``fetch_rows``.  A replicated matrix returns its local matrix (no
+        collective call).
         """
+        func = "DistMatrix.rows_view"
         if self.layout.replicated:
+            _check_strategy(func, strategy)
             return self.local
-        M, ids = fetch_rows(self, rows)
-        xp = M.xp
-        counts = xp.zeros(self.nrows, np.int64)
+        M, ids = _fetch(self, rows, strategy, func)
+        counts = np.zeros(self.nrows, np.int64)
         counts[ids] = M.row_degrees()
         return Matrix._new(indptr_from_counts(counts), M.indices, M.values, self.shape)
 
@@ -345,82 +405,163 @@ def _recv_big(comm, arr, src, tag):
         comm.Recv(arr[s:s + step], source=src, tag=tag)
 
 
+def _wire_int(bound):
+    """The integer type that carries values up to ``bound`` on the wire.
+
+    int32 halves the bytes of ids, lengths and column indices, and every
+    value fits it when ``bound <= 2**31 - 1``: column indices are below
+    ``ncols`` and row lengths at most ``ncols``, so ``bound = ncols`` covers
+    both, and ``bound = nrows`` covers row ids.
+    """
+    return np.dtype(np.int32) if int(bound) <= C._INT_MAX else np.dtype(np.int64)
+
+
+def _to_host(M):
+    return M if M.device == "cpu" else M.to("cpu")
+
+
 def _allgather_rows(comm, M, op, ncols):
-    """Stack the local matrices of every rank of ``comm`` (in rank order)."""
-    lens, _ = C.allgatherv(comm, np.diff(M.indptr), op)
-    idx, _ = C.allgatherv(comm, M.indices.astype(np.int64), op)
+    """Stack the local matrices of every rank of ``comm`` (in rank order).
+
+    Row lengths and column indices travel as ``_wire_int(ncols)``.
+    """
+    wire = _wire_int(ncols)
+    lens, _ = C.allgatherv(comm, np.diff(_host_array(M.indptr)).astype(wire), op)
+    idx, _ = C.allgatherv(comm, _host_array(M.indices).astype(wire, copy=False), op)
     vals = None
     if M.values is not None:
         vals, _ = C.allgatherv(comm, M.values, op)
-    return Matrix._new(indptr_from_counts(lens), _narrow_indices(idx, ncols), vals,
-                       (lens.size, ncols))
+    return Matrix._new(indptr_from_counts(lens.astype(np.int64)), _narrow_indices(idx, ncols),
+                       vals, (lens.size, ncols))
 
 
-def fetch_rows(D, rows):
+def _host_array(a):
+    return a if isinstance(a, np.ndarray) else a.get()
+
+
+#: the strategies of ``fetch_rows``; the first is the default
+STRATEGIES = ("direct", "pooled")
+
+
+def fetch_rows(D, rows, strategy="direct"):
     """Collective: see ``DistMatrix.fetch_rows``."""
-    func = "fetch_rows"
-    xp = np
-    rows = np.unique(np.asarray(rows, dtype=np.int64))
-    if rows.size and (rows[0] < 0 or rows[-1] >= D.nrows):
-        err = IndexError(f"{func}: argument 'rows' must be in [0, {D.nrows}); got "
-                         f"{rows[0] if rows[0] < 0 else rows[-1]}")
-    else:
-        err = None
+    return _fetch(D, rows, strategy, "fetch_rows")
+
+
+def _valid_strategy(strategy):
+    return isinstance(strategy, str) and strategy in STRATEGIES
+
+
+def _check_strategy(func, strategy):
+    if not _valid_strategy(strategy):
+        fail(InvalidValue, func, "strategy", " or ".join(repr(s) for s in STRATEGIES),
+             describe(strategy))
+
+
+def _fetch(D, rows, strategy, func):
+    """``fetch_rows`` with the caller's name for error messages."""
+    err = None
+    try:
+        _check_strategy(func, strategy)
+        rows = np.unique(np.asarray(rows, dtype=np.int64))
+        if rows.size and (rows[0] < 0 or rows[-1] >= D.nrows):
+            fail(IndexOutOfRange, func, "rows", f"row ids in [0, {D.nrows})",
+                 int(rows[0] if rows[0] < 0 else rows[-1]))
+    except (SplaError, TypeError, ValueError) as e:  # raised on every rank by agree
+        err = e
+    # The strategies exchange different messages, so ranks that disagree
+    # would pair unrelated collectives: disagreement is an error too.
+    codes = C.allgather_int(D.comm, [STRATEGIES.index(strategy)
+                                     if _valid_strategy(strategy) else -1])[:, 0]
+    if err is None and (codes >= 0).all() and not (codes == codes[0]).all():
+        bad = int(np.flatnonzero(codes != codes[0])[0])
+        err = InvalidValue(f"{func}: argument 'strategy' must be the same on every rank; "
+                           f"rank 0 passed {STRATEGIES[codes[0]]!r}, rank {bad} passed "
+                           f"{STRATEGIES[codes[bad]]!r}")
     C.agree(D.comm, err)
-    A = D.local
     if D.layout.replicated:
-        return row_block_list(A, rows), rows
+        return row_block_list(_to_host(D.local), rows), rows
+    if strategy == "pooled":
+        return _fetch_pooled(D, rows)
+    return _fetch_direct(D, rows)
+
+
+def _exchange_rows(D, want, owner):
+    """Fetch rows ``want`` (ascending) from their owners in this rank's
+    process column: one Alltoallv each of requests, row lengths, column
+    indices and values.
+
+    Returns the fetched rows in the order of ``want``.  Rank ``b`` of the
+    column communicator holds block ``b``, so ``owner`` (ascending, like
+    ``want``) is also the destination of each request.
+    """
     g = D.grid
-    nblocks = D.layout.grid_rows
-    # 1. the process row pools its needs.
-    if g.c > 1:
-        pooled, _ = C.allgatherv(g.row_comm, rows, f"{func}.pool")
-        rows = np.unique(pooled)
-    # 2. my share: blocks k with k % c == my column, owned by rank k of my column comm.
-    owner = owner_of(rows, D.nrows, nblocks)
-    mine = rows[owner % g.c == g.col]
-    mine_owner = owner[owner % g.c == g.col]
-    sendcounts = np.bincount(mine_owner, minlength=nblocks)
-    req, reqcounts = C.alltoallv(g.col_comm, mine, sendcounts, f"{func}.request")
-    # 3. owners answer with row lengths, then indices and values.
-    reply = row_block_list(A, req - D.row_start)
-    lens = np.diff(reply.indptr)
-    per_peer = np.add.reduceat(lens, _starts(reqcounts)) if lens.size else np.zeros(0, np.int64)
-    entry_counts = _fill_counts(reqcounts, per_peer)
-    got_lens, _ = C.alltoallv(g.col_comm, lens, reqcounts, f"{func}.reply")
-    got_idx, _ = C.alltoallv(g.col_comm, reply.indices.astype(np.int64), entry_counts,
-                             f"{func}.reply")
+    A = _to_host(D.local)
+    id_wire, wire = _wire_int(D.nrows), _wire_int(D.ncols)
+    sendcounts = np.bincount(owner, minlength=D.layout.grid_rows)
+    req, reqcounts = C.alltoallv(g.col_comm, want.astype(id_wire), sendcounts,
+                                 "fetch_rows.request")
+    reply = row_block_list(A, req.astype(np.int64) - D.row_start)
+    # Entries per requester: the reply's indptr at the requester boundaries.
+    bounds = np.zeros(reqcounts.size + 1, np.int64)
+    np.cumsum(reqcounts, out=bounds[1:])
+    entry_counts = np.diff(reply.indptr[bounds])
+    got_lens, _ = C.alltoallv(g.col_comm, np.diff(reply.indptr).astype(wire), reqcounts,
+                              "fetch_rows.reply")
+    got_idx, _ = C.alltoallv(g.col_comm, reply.indices.astype(wire, copy=False),
+                             entry_counts, "fetch_rows.reply")
     got_vals = None
     if A.values is not None:
-        got_vals, _ = C.alltoallv(g.col_comm, reply.values, entry_counts, f"{func}.reply")
-    fetched = Matrix._new(indptr_from_counts(got_lens), got_idx, got_vals,
-                          (got_lens.size, D.ncols))
-    # Requests went out grouped by owner in ascending order: rows come back sorted.
+        got_vals, _ = C.alltoallv(g.col_comm, reply.values, entry_counts, "fetch_rows.reply")
+    # Requests went out grouped by owner in ascending order, and each owner
+    # answers in request order: the rows come back in the order of ``want``.
+    return Matrix._new(indptr_from_counts(got_lens.astype(np.int64)),
+                       _narrow_indices(got_idx, D.ncols), got_vals, (got_lens.size, D.ncols))
+
+
+def _fetch_direct(D, rows):
+    """Each rank fetches the rows it asked for from its own process column."""
+    A = _to_host(D.local)
+    # ``rows`` is sorted and a block is a contiguous range, so this rank's
+    # own rows are the slice rows[a:b] and the remote ones surround it.
+    a, b = np.searchsorted(rows, [D.row_start, D.row_stop])
+    remote = np.concatenate([rows[:a], rows[b:]])
+    fetched = _exchange_rows(D, remote, owner_of(remote, D.nrows, D.layout.grid_rows))
+    if a == b:
+        return fetched, rows
+    own = row_block_list(A, rows[a:b] - D.row_start)
+    before = fetched.indptr[a]
+    lens = np.concatenate([np.diff(fetched.indptr[:a + 1]), np.diff(own.indptr),
+                           np.diff(fetched.indptr[a:])])
+    idx = np.concatenate([fetched.indices[:before], own.indices, fetched.indices[before:]])
+    vals = None
+    if A.values is not None:
+        vals = np.concatenate([fetched.values[:before], own.values, fetched.values[before:]])
+    return (Matrix._new(indptr_from_counts(lens), _narrow_indices(idx, D.ncols), vals,
+                        (rows.size, D.ncols)), rows)
+
+
+def _fetch_pooled(D, rows):
+    """The process row pools its needs, member j fetches blocks ``k % c == j``
+    from its process column, and the row shares what its members fetched."""
+    g = D.grid
+    id_wire = _wire_int(D.nrows)
     if g.c > 1:
-        # 4. the process row shares what each member fetched.
-        shared = _allgather_rows(g.row_comm, fetched, f"{func}.share", D.ncols)
-        ids, _ = C.allgatherv(g.row_comm, mine, f"{func}.share")
+        pooled, _ = C.allgatherv(g.row_comm, rows.astype(id_wire), "fetch_rows.pool")
+        rows = np.unique(pooled.astype(np.int64))
+    owner = owner_of(rows, D.nrows, D.layout.grid_rows)
+    share = owner % g.c == g.col
+    mine = rows[share]
+    # Rows of this rank's own block go to itself (MPI copies them; the
+    # counters record no bytes for self-sends).
+    fetched = _exchange_rows(D, mine, owner[share])
+    if g.c > 1:
+        shared = _allgather_rows(g.row_comm, fetched, "fetch_rows.share", D.ncols)
+        ids, _ = C.allgatherv(g.row_comm, mine.astype(id_wire), "fetch_rows.share")
         order = np.argsort(ids, kind="stable")
         fetched = row_block_list(shared, order)
-        mine = ids[order]
-    fetched = Matrix._new(fetched.indptr, _narrow_indices(fetched.indices.astype(np.int64),
-                                                          D.ncols), fetched.values,
-                          fetched.shape)
+        mine = ids[order].astype(np.int64)
     return fetched, mine
-
-
-def _starts(counts):
-    counts = np.asarray(counts, np.int64)
-    nz = counts > 0
-    starts = np.zeros(counts.size, np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    return starts[nz]
-
-
-def _fill_counts(reqcounts, per_peer):
-    out = np.zeros(len(reqcounts), np.int64)
-    out[np.asarray(reqcounts) > 0] = per_peer
-    return out
 
 
 def row_block_list(M, rows):
@@ -462,11 +603,13 @@ def dist_mxm(Q, A, semiring):
         return DistMatrix(P, (Q.nrows, A.ncols), _sum(comm, Q.layout, P.nnz), Q.layout, comm,
                           Q.row_start)
     g = Q.grid
-    needed = np.unique(np.asarray(Ql.indices, np.int64))
-    view = A.rows_view(needed)
-    # Member j of the process row computes a disjoint row range; the row concatenates.
+    # Member j of the process row computes a disjoint row range of the Q
+    # block, so it fetches only the rows of A that range needs; the row
+    # then concatenates the ranges.
     s, e = chunk(Ql.nrows, g.c, g.col) if not Q.layout.replicated else (0, Ql.nrows)
-    part = mxm(row_block(Ql, s, e), view, semiring).new()
+    Qpart = row_block(_to_host(Ql), s, e)
+    view = A.rows_view(np.unique(np.asarray(Qpart.indices, np.int64)))
+    part = mxm(Qpart, view, semiring).new()
     P = _allgather_rows(g.row_comm, part, "mxm.rows", A.ncols) if g.c > 1 else part
     if part.values is None:
         P = Matrix._new(P.indptr, P.indices, None, P.shape)

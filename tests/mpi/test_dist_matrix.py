@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 import spla
 from spla import comm as C
-from spla.layout import Layout, chunk
+from spla.layout import Layout, chunk, owner_of
 
 
 def grids(p):
@@ -113,3 +113,206 @@ def test_mismatched_operand_grids_raise_everywhere(comm, A):
     D2 = spla.distribute(A, comm, layout="1.5d", replication=2)
     with pytest.raises(spla.LayoutError, match="process grid"):
         spla.mxm(D1, D2)
+
+
+# -- row fetch strategies ----------------------------------------------------
+STRATEGIES = ("direct", "pooled")
+
+
+def wants_of(r, L, n):
+    """Rank r's row request: random rows with repeats, a few rows of its own
+    block, and nothing at all on rank 1 (so some rank of a row asks for none)."""
+    if r == 1:
+        return np.zeros(0, np.int64)
+    rng = np.random.default_rng(1000 + r)
+    want = rng.integers(0, n, size=rng.integers(1, 14))
+    s, e = L.block_rows(n, r)
+    own = rng.integers(s, e, size=3) if e > s else np.zeros(0, np.int64)
+    return np.concatenate([want, own, want[:2], own[:1]])[::-1]
+
+
+def needed_remote(want, L, n, r):
+    """The distinct rows of ``want`` outside rank r's block, and their blocks."""
+    u = np.unique(want)
+    owner = owner_of(u, n, L.grid_rows)
+    keep = owner != L.position(r)[0]
+    return u[keep], owner[keep]
+
+
+@pytest.fixture(scope="module", params=["float64", "float32", "structural"])
+def M(request):
+    B = random_matrix(43, 39, 0.15, 8)
+    if request.param == "float32":
+        return B.astype(np.float32)
+    if request.param == "structural":
+        return B.structure()
+    return B
+
+
+def value_bytes(M):
+    return 0 if M.values is None else M.values.itemsize
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("replicate", [False, True])
+def test_fetch_strategies_return_the_global_rows(comm, M, strategy, replicate):
+    n = M.nrows
+    for layout, c in grids(comm.size):
+        L = Layout(layout, comm.size, c, replicate)
+        D = spla.distribute(M, comm, layout=layout, replication=c, replicate_graph=replicate)
+        want = wants_of(comm.rank, L, n)
+        got, ids = D.fetch_rows(want, strategy=strategy)
+        if strategy == "direct" or replicate:
+            expect_ids = np.unique(want)
+        else:  # the union over this rank's process row
+            row = L.position(comm.rank)[0]
+            expect_ids = np.unique(np.concatenate(
+                [wants_of(row * c + j, L, n) for j in range(c)]))
+        assert ids.dtype == np.int64 and np.array_equal(ids, expect_ids), (layout, c)
+        assert got.isequal(spla.extract(M, rows=ids)), (layout, c)
+        assert got.indices.dtype == np.int32
+        V = D.rows_view(want, strategy=strategy)
+        assert V.shape == M.shape
+        assert spla.extract(V, rows=ids).isequal(spla.extract(M, rows=ids)), (layout, c)
+
+
+def test_direct_fetch_moves_exactly_the_rows_asked_for(comm, M):
+    """Per rank: 4 B per distinct row asked for outside its block, and, for each
+    row other ranks of its process column ask from its block, 4 B of length
+    plus (4 B index + value) per entry.  Nothing else moves."""
+    n, p = M.nrows, comm.size
+    deg = M.row_degrees()
+    e = 4 + value_bytes(M)
+    for layout, c in grids(p):
+        L = Layout(layout, p, c)
+        D = spla.distribute(M, comm, layout=layout, replication=c)
+        row, col = L.position(comm.rank)
+        mine, _ = needed_remote(wants_of(comm.rank, L, n), L, n, comm.rank)
+        expect = {"fetch_rows.request": 4 * mine.size, "fetch_rows.reply": 0}
+        for q in range(col, p, c):  # my process column
+            theirs, owner = needed_remote(wants_of(q, L, n), L, n, q)
+            mine_to_send = theirs[owner == row]
+            expect["fetch_rows.reply"] += 4 * mine_to_send.size + e * int(deg[mine_to_send].sum())
+        with C.counting() as moved:
+            D.fetch_rows(wants_of(comm.rank, L, n))
+        assert {k: v for k, v in moved.items() if v} == {k: v for k, v in expect.items() if v}, \
+            (layout, c)
+        # ... and the same through rows_view
+        with C.counting() as moved_view:
+            D.rows_view(wants_of(comm.rank, L, n))
+        assert dict(moved_view) == dict(moved)
+
+
+def test_pooled_fetch_moves_the_modelled_bytes(comm, M):
+    """The pooled fetch (kept for comparison) against its own exact count."""
+    n, p = M.nrows, comm.size
+    deg = M.row_degrees()
+    e = 4 + value_bytes(M)
+    for layout, c in grids(p):
+        L = Layout(layout, p, c)
+        D = spla.distribute(M, comm, layout=layout, replication=c)
+        row, col = L.position(comm.rank)
+
+        def share_of(i, j):
+            """Rows member j of process row i fetches: its 1/c of the row's union."""
+            U = np.unique(np.concatenate([wants_of(i * c + k, L, n) for k in range(c)]))
+            owner = owner_of(U, n, L.grid_rows)
+            keep = owner % c == j
+            return U[keep], owner[keep]
+
+        F, owner = share_of(row, col)
+        remote = owner != row
+        expect = {"fetch_rows.request": 4 * int(remote.sum()), "fetch_rows.reply": 0}
+        for i in range(L.grid_rows):
+            if i != row:
+                Fi, oi = share_of(i, col)
+                asked = Fi[oi == row]
+                expect["fetch_rows.reply"] += 4 * asked.size + e * int(deg[asked].sum())
+        if c > 1:
+            expect["fetch_rows.pool"] = 4 * np.unique(wants_of(comm.rank, L, n)).size * (c - 1)
+            expect["fetch_rows.share"] = (c - 1) * (8 * F.size + e * int(deg[F].sum()))
+        with C.counting() as moved:
+            D.fetch_rows(wants_of(comm.rank, L, n), strategy="pooled")
+        assert {k: v for k, v in moved.items() if v} == {k: v for k, v in expect.items() if v}, \
+            (layout, c)
+
+
+def test_direct_fetch_never_moves_more_than_pooled(comm, M):
+    """Summed over ranks; equal at c = 1, where the two are the same exchange."""
+    for layout, c in grids(comm.size):
+        L = Layout(layout, comm.size, c)
+        D = spla.distribute(M, comm, layout=layout, replication=c)
+        totals = {}
+        for strategy in STRATEGIES:
+            with C.counting() as moved:
+                D.fetch_rows(wants_of(comm.rank, L, M.nrows), strategy=strategy)
+            totals[strategy] = sum(comm.allgather(sum(moved.values())))
+        assert totals["direct"] <= totals["pooled"], (layout, c, totals)
+        if c == 1:
+            assert totals["direct"] == totals["pooled"]
+
+
+def test_wide_matrix_sends_int64_indices(comm):
+    """ncols >= 2**31: column indices and lengths travel as int64 (ids still int32)."""
+    n, m = 12, 2 ** 31 + 5
+    rows = np.array([0, 1, 3, 3, 7, 11])
+    cols = np.array([5, m - 1, 2 ** 31, 7, 1, m - 2])
+    W = spla.Matrix.from_coo(rows, cols, np.arange(6, dtype=np.float64), shape=(n, m))
+    deg = W.row_degrees()
+    for layout, c in grids(comm.size):
+        L = Layout(layout, comm.size, c)
+        D = spla.distribute(W, comm, layout=layout, replication=c)
+        for strategy in STRATEGIES:
+            got, ids = D.fetch_rows(np.arange(n), strategy=strategy)
+            assert got.isequal(W) and got.indices.dtype == np.int64
+        row, col = L.position(comm.rank)
+        s, e = chunk(n, L.grid_rows, row)
+        with C.counting() as moved:
+            D.fetch_rows(np.arange(n))
+        askers = L.grid_rows - 1  # every other rank of my column asks for my whole block
+        assert moved["fetch_rows.request"] == 4 * (n - (e - s))
+        assert moved["fetch_rows.reply"] == askers * (8 * (e - s) + 16 * int(deg[s:e].sum()))
+        assert D.gather().isequal(W)
+
+
+def test_gather_sends_int32_lengths_and_indices(comm, M):
+    for layout, c in grids(comm.size):
+        L = Layout(layout, comm.size, c)
+        D = spla.distribute(M, comm, layout=layout, replication=c)
+        with C.counting() as moved:
+            G = D.gather()
+        assert G.isequal(M)
+        peers = L.grid_rows - 1
+        expect = peers * (4 * D.lshape[0] + (4 + value_bytes(M)) * D.lnnz)
+        assert moved.get("gather", 0) == expect, (layout, c)
+
+
+@pytest.mark.parametrize("replicate", [False, True])
+def test_bad_strategy_raises_on_every_rank(comm, A, replicate):
+    D = spla.distribute(A, comm, layout="1.5d", replication=comm.size,
+                        replicate_graph=replicate)
+    for bad in ("broadcast", None, 3):
+        with pytest.raises(spla.InvalidValue, match="DistMatrix.fetch_rows: argument 'strategy'"):
+            D.fetch_rows([0, 1], strategy=bad)
+        with pytest.raises(spla.InvalidValue, match="DistMatrix.rows_view: argument 'strategy'"):
+            D.rows_view([0, 1], strategy=bad)
+        with pytest.raises(spla.InvalidValue, match="^fetch_rows: argument 'strategy'"):
+            spla.dist.fetch_rows(D, [0, 1], strategy=bad)
+    # one rank alone with a bad strategy: the others stop too
+    if comm.size > 1:
+        with pytest.raises(spla.SplaError):
+            D.fetch_rows([0], strategy="pooled" if comm.rank else "bogus")
+        with pytest.raises(spla.InvalidValue, match="same on every rank"):
+            D.fetch_rows([0], strategy="pooled" if comm.rank else "direct")
+    # and the communicator is still usable afterwards
+    got, ids = D.fetch_rows([2, 0])
+    assert got.isequal(spla.extract(A, rows=[0, 2]))
+
+
+def test_bad_rows_raise_on_every_rank(comm, A):
+    D = spla.distribute(A, comm, layout="1.5d", replication=1)
+    last = comm.rank == comm.size - 1
+    # the failing rank raises its own error, the others a SplaError naming it
+    with pytest.raises(spla.IndexOutOfRange if last else spla.SplaError,
+                       match="argument 'rows'" if last else f"rank {comm.size - 1}"):
+        D.fetch_rows([A.nrows] if last else [0])

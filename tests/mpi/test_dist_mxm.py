@@ -45,3 +45,49 @@ def test_row_selection_product(comm):
         P = spla.mxm(spla.distribute(Q, comm, layout=layout, replication=c),
                      spla.distribute(A, comm, layout=layout, replication=c))
         assert P.gather().isequal(ref)
+
+
+def test_each_member_fetches_only_the_rows_of_its_range(comm):
+    """1.5D: member j of a process row computes rows chunk(block, c, j) of its
+    Q block and fetches exactly the rows of A those rows need (int32 ids,
+    lengths and indices on the wire); the row then shares the product rows."""
+    from spla.layout import Layout, chunk, owner_of
+    rs = np.random.RandomState(3)
+    A = spla.Matrix.from_scipy(sp.random(53, 47, density=0.1, format="csr", random_state=rs,
+                                         dtype=np.float32))
+    Q = spla.Matrix.from_scipy(sp.random(29, 53, density=0.08, format="csr", random_state=rs,
+                                         dtype=np.float32))
+    ref = spla.mxm(Q, A).new()
+    deg, pdeg = A.row_degrees(), ref.row_degrees()
+    p = comm.size
+    for layout, c in grids(p):
+        L = Layout(layout, p, c)
+
+        def computed_rows(r):
+            s, e = L.block_rows(Q.nrows, r)
+            a, b = chunk(e - s, c, L.position(r)[1])
+            return np.arange(s + a, s + b)
+
+        def remote_needs(r):
+            u = np.unique(spla.extract(Q, rows=computed_rows(r)).indices).astype(np.int64)
+            owner = owner_of(u, A.nrows, L.grid_rows)
+            keep = owner != L.position(r)[0]
+            return u[keep], owner[keep]
+
+        row, col = L.position(comm.rank)
+        mine, _ = remote_needs(comm.rank)
+        expect = {"fetch_rows.request": 4 * mine.size, "fetch_rows.reply": 0}
+        for q in range(col, p, c):
+            theirs, owner = remote_needs(q)
+            sent = theirs[owner == row]
+            expect["fetch_rows.reply"] += 4 * sent.size + 8 * int(deg[sent].sum())
+        if c > 1:
+            out = computed_rows(comm.rank)
+            expect["mxm.rows"] = (c - 1) * (4 * out.size + 8 * int(pdeg[out].sum()))
+        DQ = spla.distribute(Q, comm, layout=layout, replication=c)
+        DA = spla.distribute(A, comm, layout=layout, replication=c)
+        with C.counting() as moved:
+            P = spla.mxm(DQ, DA)
+        assert P.gather().isequal(ref)
+        assert {k: v for k, v in moved.items() if v} == {k: v for k, v in expect.items() if v}, \
+            (layout, c)

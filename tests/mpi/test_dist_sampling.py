@@ -69,3 +69,26 @@ def test_bad_bulk_raises_on_every_rank(comm, cora):
     bad = [np.array([0, 1]), np.array([5, cora.num_nodes])]  # out of range
     with pytest.raises(spla.IndexOutOfRange, match="batches\\[1\\]"):
         GraphSAGE(D, [2]).sample(bad, seed=0)
+
+
+@pytest.mark.parametrize("name", ["sage", "ladies"])
+def test_pooled_fetch_gives_the_same_minibatches_and_moves_more(comm, cora, name,
+                                                                monkeypatch):
+    """The samplers fetch with the default (direct) strategy; forcing the
+    pooled one changes no draw, and moves at least as many bytes in all."""
+    batches = epoch_batches(cora.train_idx, 20, seed=5)
+    ref = SAMPLERS[name](cora.A).sample(batches, seed=2, epoch=0)
+    direct_view = spla.DistMatrix.rows_view
+    for layout, c in grids(comm.size):
+        totals = {}
+        for strategy in ("direct", "pooled"):
+            monkeypatch.setattr(spla.DistMatrix, "rows_view",
+                                lambda self, rows, s=strategy: direct_view(self, rows, s))
+            D = spla.distribute(cora.A, comm, layout=layout, replication=c)
+            with C.counting() as moved:
+                mine = SAMPLERS[name](D).sample(batches, seed=2, epoch=0)
+            assert gather_minibatches(mine, comm) == ref, (name, layout, c, strategy)
+            totals[strategy] = sum(comm.allgather(sum(moved.values())))
+            if strategy == "direct":
+                assert not any(k.endswith((".pool", ".share")) and v for k, v in moved.items())
+        assert totals["direct"] <= totals["pooled"], (layout, c, totals)
