@@ -145,11 +145,11 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
         indices = M.indices
 
         def values_of(ptr, pos):
-            return None if M.values is None else M.values[pos]
+            return None if M.values is None else K.extract.take(M.values, pos)
     counts = None
     if replace:
         ptr, pos, counts = K.sample.dedup_sorted_rows(ptr, pos)
-    S = Matrix._new(ptr, indices[pos], values_of(ptr, pos), P.shape)
+    S = Matrix._new(ptr, K.extract.take(indices, pos), values_of(ptr, pos), P.shape)
     if return_counts:
         return S, counts if counts is not None else xp.ones(S.nnz, np.int64)
     return S
@@ -188,7 +188,8 @@ def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
             return xp.ones(pos.size, out_dt)
         q = (xp.ones(pos.size, out_dt) if Q.values is None
              else Q.values[Q.indptr[_row_of_entry(ptr)]].astype(out_dt))
-        a = xp.ones(pos.size, out_dt) if A.values is None else A.values[pos].astype(out_dt)
+        a = (xp.ones(pos.size, out_dt) if A.values is None
+             else K.extract.take(A.values, pos).astype(out_dt, copy=False))
         return q * a
 
     return ptr, pos, A.indices, values_of

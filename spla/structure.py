@@ -200,7 +200,7 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
     if first_dup >= 0:
         fail(InvalidCSR, func, "first", "distinct leading columns within each group",
              f"column {int(first[first_dup])} repeated at position {first_dup}")
-    vals = None if A.values is None else A.values[perm]
+    vals = None if A.values is None else K.extract.take(A.values, perm)
     ncols = int(kept_ptr[-1])
     return (Matrix._new(A.indptr, _narrow_indices(out_idx, ncols), vals, (A.nrows, ncols)),
             kept, kept_ptr)

@@ -295,6 +295,13 @@ def check_extract(C, G, dev):
             want = C.extract.gather_rows(ptr, idx, v, hv, rows)
             got = G.extract.gather_rows(dev(ptr), dev(idx), dev(v), hv, dev(rows))
             assert_same(got, want, f"gather_rows {name} hv={hv} rows={rows}")
+        for arr in (idx, val):
+            pos = rs.randint(0, max(arr.size, 1), 3 * arr.size).astype(np.int64)
+            if not arr.size:
+                pos = pos[:0]
+            want = C.extract.take(arr, pos)
+            got = G.extract.take(dev(arr), dev(pos))
+            assert_same(got, want, f"take {name} {arr.dtype}")
         for cols in (np.zeros(0, np.int64), rs.randint(0, max(ncols, 1), 2 * ncols),
                      rs.permutation(ncols)):
             cols = cols.astype(np.int64)

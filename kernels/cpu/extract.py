@@ -91,3 +91,17 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
         for t in prange(nnz):
             out_val[t] = val[src[t]]
     return out_ptr, out_idx, out_val, src
+
+
+@numba.njit(parallel=True, cache=True)
+def take(arr, pos):
+    """``arr[pos]`` for int64 positions, in parallel.
+
+    The samplers' picks are random positions in the graph's index array:
+    each read is a cache miss, so spreading them over the threads is what
+    makes the gather scale (numpy's fancy indexing runs on one thread).
+    """
+    out = np.empty(pos.size, arr.dtype)
+    for i in prange(pos.size):
+        out[i] = arr[pos[i]]
+    return out

@@ -10,9 +10,11 @@ lay the groups out block-diagonally:
   get the column ``kept_ptr[g] + local id``.
 * ``extract_groups``: block ``g`` is ``A[rows_g, cols_g]``.
 
-Groups are processed in parallel; each worker owns a "last group seen"
-stamp array over the input columns, so marking is O(1) per entry with no
-hashing and no clearing between groups.  Output rows are sorted by column
+Groups are processed in parallel; each worker owns a tag array over the
+input columns holding, in one 64-bit word, the last group that saw the
+column (high 32 bits) and the column's local id in that group (low 32
+bits), so marking is one random read per entry with no hashing and no
+clearing between groups.  Output rows are sorted by column
 (canonical CSR); ``perm`` tells where each output entry came from so values
 can be gathered by the caller.
 """
@@ -22,26 +24,33 @@ import numpy as np
 from numba import prange
 
 
+#: Group stamps live in the high 32 bits of a tag: at most this many groups
+#: between two refills of the tag arrays.
+_STAMP_LIMIT = 2 ** 31 - 1
+#: Local ids live in the low 32 bits: a group may hold fewer columns.
+GROUP_LIMIT = 2 ** 32
+
+
 class _Scratch:
-    """Per-thread "last group seen" stamps over the input columns, kept
-    between calls: each call uses fresh stamp values (a running base), so
-    the arrays are filled once, not on every call (at 2**20 columns a fresh
-    fill costs more than relabelling a small bulk)."""
+    """Per-thread tag arrays over the input columns, kept between calls.
+
+    Each call uses fresh group stamps (a running base), so the arrays are
+    filled once, not on every call (at 2**20 columns a fresh fill costs more
+    than relabelling a small bulk).
+    """
 
     def __init__(self):
-        self.stamp = None
-        self.lid = None
+        self.tags = None
         self.base = 0
 
     def take(self, parts, ncols, n_groups):
-        if self.stamp is None or self.stamp.shape != (parts, ncols) or \
-                self.base + n_groups >= np.iinfo(np.int64).max // 2:
-            self.stamp = np.full((parts, ncols), -1, np.int64)
-            self.lid = np.empty((parts, ncols), np.int32)
+        if self.tags is None or self.tags.shape != (parts, ncols) or \
+                self.base + n_groups >= _STAMP_LIMIT:
+            self.tags = np.full((parts, ncols), -1, np.int64)
             self.base = 0
         base = self.base
         self.base += n_groups
-        return self.stamp, self.lid, base
+        return self.tags, base
 
 
 _scratch = _Scratch()
@@ -80,8 +89,18 @@ def _group_bounds(n_groups, parts):
     return b
 
 
+@numba.njit(cache=True, inline="always")
+def _tag(stamp, lid):
+    return (stamp << 32) | lid
+
+
+@numba.njit(cache=True, inline="always")
+def _lid(tag):
+    return tag & 0xFFFFFFFF
+
+
 @numba.njit(parallel=True, cache=True)
-def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, stamps, lids, base):
+def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, tags_all, base):
     G = row_ptr.size - 1
     nnz_base = ptr[row_ptr[0]]
     f_base = first_ptr[0]
@@ -89,32 +108,31 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, stamps, lids, base):
     local = np.empty(ptr[row_ptr[G]] - nnz_base, np.int64)
     cnt = np.zeros(G + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, stamps.shape[0])
+    bounds = _group_bounds(G, tags_all.shape[0])
     for c in prange(bounds.size - 1):
-        stamp = stamps[c]
-        lid = lids[c]
+        tags = tags_all[c]
         for g in range(bounds[c], bounds[c + 1]):
-            sg = base + g
+            sg = np.int64(base + g)
             off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
-            n = 0
+            n = np.int64(0)
             for t in range(first_ptr[g], first_ptr[g + 1]):
                 v = first[t]
-                if stamp[v] == sg:
+                if (tags[v] >> 32) == sg:
                     if dup[g] < 0:
                         dup[g] = t
                     continue
-                stamp[v] = sg
-                lid[v] = n
+                tags[v] = _tag(sg, n)
                 tmp[off + n] = v
                 n += 1
             for e in range(ptr[row_ptr[g]], ptr[row_ptr[g + 1]]):
                 v = idx[e]
-                if stamp[v] != sg:
-                    stamp[v] = sg
-                    lid[v] = n
+                tg = tags[v]
+                if (tg >> 32) != sg:
+                    tg = _tag(sg, n)
+                    tags[v] = tg
                     tmp[off + n] = v
                     n += 1
-                local[e - nnz_base] = lid[v]
+                local[e - nnz_base] = _lid(tg)
             cnt[g + 1] = n
     for g in range(G):
         cnt[g + 1] += cnt[g]
@@ -161,12 +179,13 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
     first_dup : position in ``first`` of the first repeated leading column
         within a group, or -1.
     """
-    stamps, lids, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
-    return _compact(ptr, idx, row_ptr, first, first_ptr, ncols, stamps, lids, base)
+    _check_group_sizes("compact_groups", first_ptr, np.diff(ptr[row_ptr]))
+    tags, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
+    return _compact(ptr, idx, row_ptr, first, first_ptr, ncols, tags, base)
 
 
 @numba.njit(parallel=True, cache=True)
-def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, stamps, lids, base):
+def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, tags_all, base):
     G = row_ptr.size - 1
     nr = rows.size
     # Upper bound per output row: the input row's length.
@@ -179,25 +198,23 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, stamps, lids, base):
     tmp_src = np.empty(ub[nr], np.int64)
     cnt = np.zeros(nr + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, stamps.shape[0])
+    bounds = _group_bounds(G, tags_all.shape[0])
     for c in prange(bounds.size - 1):
-        stamp = stamps[c]
-        lid = lids[c]
+        tags = tags_all[c]
         for g in range(bounds[c], bounds[c + 1]):
-            sg = base + g
+            sg = np.int64(base + g)
             for t in range(col_ptr[g], col_ptr[g + 1]):
                 v = cols[t]
-                if stamp[v] == sg and dup[g] < 0:
+                if (tags[v] >> 32) == sg and dup[g] < 0:
                     dup[g] = t
-                stamp[v] = sg
-                lid[v] = t - col_ptr[g]
+                tags[v] = _tag(sg, t - col_ptr[g])
             for i in range(row_ptr[g], row_ptr[g + 1]):
                 r = rows[i]
                 f = ub[i]
                 for e in range(ptr[r], ptr[r + 1]):
-                    v = idx[e]
-                    if stamp[v] == sg:
-                        tmp_idx[f] = col_ptr[g] + lid[v]
+                    tg = tags[idx[e]]
+                    if (tg >> 32) == sg:
+                        tmp_idx[f] = col_ptr[g] + _lid(tg)
                         tmp_src[f] = e
                         f += 1
                 cnt[i + 1] = f - ub[i]
@@ -226,5 +243,17 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     ``first_dup`` is the position in ``cols`` of the first column repeated
     within a group, or -1 (repeats are not allowed).
     """
-    stamps, lids, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
-    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, stamps, lids, base)
+    _check_group_sizes("extract_groups", col_ptr, None)
+    tags, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
+    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, tags, base)
+
+
+def _check_group_sizes(func, first_ptr, entries):
+    """Local ids are 32-bit: refuse (never wrap) a group with 2**32 columns or more."""
+    most = np.diff(first_ptr)
+    if entries is not None:
+        most = most + entries
+    if most.size and int(most.max()) >= GROUP_LIMIT:
+        from spla.exceptions import InvalidValue
+        raise InvalidValue(f"{func}: a group may hold fewer than 2**32 distinct columns; "
+                            f"got one with up to {int(most.max())}")

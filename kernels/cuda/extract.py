@@ -130,3 +130,20 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
     if hv:
         _take[blocks(nnz), BLOCK](src, val, out_val)
     return out_ptr, out_idx, out_val, src
+
+
+@cuda.jit(cache=True)
+def _take(arr, pos, out):
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, pos.size, stride):
+        out[i] = arr[pos[i]]
+
+
+def take(arr, pos):
+    """``arr[pos]`` for int64 positions (twin of the CPU ``take``)."""
+    xp = _xp(pos)
+    out = xp.empty(pos.size, arr.dtype)
+    if pos.size:
+        _take[blocks(pos.size), BLOCK](arr, pos, out)
+    return out
