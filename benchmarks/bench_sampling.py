@@ -113,7 +113,7 @@ import sampling.layerwise  # noqa: E402
 from sampling import FastGCN, GraphSAGE, LADIES  # noqa: E402
 from sampling.base import stream_of  # noqa: E402
 from sampling.graphsage import selection  # noqa: E402
-from spla import compact_columns_blockwise, sample_rows  # noqa: E402
+from spla import compact_columns_blockwise, mxm, sample_rows, semiring  # noqa: E402
 
 import peers  # noqa: E402
 
@@ -141,7 +141,13 @@ class MaterialisedGraphSAGE(GraphSAGE):
         layers = []
         for hop, fanout in enumerate(self.config.fanouts):
             group = xp.repeat(ids, xp.diff(ptr))
-            P = (selection(frontier, n) @ A).new()          # the one change
+            # The one change: .new().  Same product as GraphSAGE forms (a
+            # structural any_pair product when uniform), so the picks AND the
+            # block values agree with the fused sampler's.
+            if self.config.weighted:
+                P = (selection(frontier, n) @ A).new()
+            else:
+                P = mxm(selection(frontier, n), A.structure(), semiring.any_pair).new()
             S = sample_rows(P, fanout, seed=seed, stream=stream_of(epoch, hop),
                             row_ids=group * n + frontier, replace=self.config.replace,
                             return_counts=self.config.replace)
