@@ -133,7 +133,7 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
 
 
 @cuda.jit(cache=True)
-def _take(arr, pos, out):
+def _take_at(arr, pos, out):
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, pos.size, stride):
@@ -145,5 +145,5 @@ def take(arr, pos):
     xp = _xp(pos)
     out = xp.empty(pos.size, arr.dtype)
     if pos.size:
-        _take[blocks(pos.size), BLOCK](arr, pos, out)
+        _take_at[blocks(pos.size), BLOCK](arr, pos, out)
     return out
