@@ -35,6 +35,38 @@ def _merge_count(a_idx, alo, ahi, b_idx, blo, bhi, union):
     return c
 
 
+@numba.njit(cache=True, inline="always")
+def _merge_fill(a_idx, p, ahi, a_val, a_hv, b_idx, q, bhi, b_val, b_hv, union, op,
+                onev, out_idx, out_val, f):
+    """Merge one row pair into ``out[f:]`` (the CUDA twin calls it too)."""
+    while p < ahi or q < bhi:
+        take_a = q >= bhi or (p < ahi and a_idx[p] < b_idx[q])
+        take_b = p >= ahi or (q < bhi and b_idx[q] < a_idx[p])
+        if take_a:
+            if union:
+                out_idx[f] = a_idx[p]
+                out_val[f] = a_val[p] if a_hv else onev
+                f += 1
+            p += 1
+        elif take_b:
+            if union:
+                out_idx[f] = b_idx[q]
+                out_val[f] = b_val[q] if b_hv else onev
+                f += 1
+            q += 1
+        else:
+            av = a_val[p] if a_hv else onev
+            bv = b_val[q] if b_hv else onev
+            out_idx[f] = a_idx[p]
+            if union:
+                out_val[f] = add_op(op, av, bv)
+            else:
+                out_val[f] = mul_op(op, av, bv, onev)
+            f += 1
+            p += 1
+            q += 1
+
+
 @numba.njit(parallel=True, cache=True)
 def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
           one):
@@ -50,37 +82,9 @@ def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
     out_val = np.empty(nnz, one.dtype)
     onev = one[0]
     for i in prange(n):
-        p = a_ptr[i]
-        ahi = a_ptr[i + 1]
-        q = b_ptr[i]
-        bhi = b_ptr[i + 1]
-        f = out_ptr[i]
-        while p < ahi or q < bhi:
-            take_a = q >= bhi or (p < ahi and a_idx[p] < b_idx[q])
-            take_b = p >= ahi or (q < bhi and b_idx[q] < a_idx[p])
-            if take_a:
-                if union:
-                    out_idx[f] = a_idx[p]
-                    out_val[f] = a_val[p] if a_hv else onev
-                    f += 1
-                p += 1
-            elif take_b:
-                if union:
-                    out_idx[f] = b_idx[q]
-                    out_val[f] = b_val[q] if b_hv else onev
-                    f += 1
-                q += 1
-            else:
-                av = a_val[p] if a_hv else onev
-                bv = b_val[q] if b_hv else onev
-                out_idx[f] = a_idx[p]
-                if union:
-                    out_val[f] = add_op(op, av, bv)
-                else:
-                    out_val[f] = mul_op(op, av, bv, onev)
-                f += 1
-                p += 1
-                q += 1
+        _merge_fill(a_idx, a_ptr[i], a_ptr[i + 1], a_val, a_hv, b_idx, b_ptr[i],
+                    b_ptr[i + 1], b_val, b_hv, union, op, onev, out_idx, out_val,
+                    out_ptr[i])
     return out_ptr, out_idx, out_val
 
 

@@ -96,6 +96,39 @@ def row_prefix(indptr, values):
     return prefix, positives, modes
 
 
+# The per-row steps of the fused sampler, shared with the CUDA twin (which
+# calls them as device functions), so both backends pick alike by construction.
+@numba.njit(cache=True, inline="always")
+def gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr, a_has_values,
+                     a_positives, k_scalar, k_arr, replace):
+    """Output slots of row ``i`` of a row-selection ``Q @ A`` (0: empty or zero scale)."""
+    if q_indptr[i + 1] == q_indptr[i]:
+        return np.int64(0)
+    if q_scale.size and q_scale[q_indptr[i]] == 0.0:
+        return np.int64(0)
+    r = q_indices[q_indptr[i]]
+    if a_has_values:
+        p = a_positives[r]
+    else:
+        p = a_indptr[r + 1] - a_indptr[r]
+    return _slots(_k_of(k_scalar, k_arr, i), p, replace)
+
+
+@numba.njit(cache=True, inline="always")
+def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
+                      a_has_values, a_prefix, a_positives, a_modes, key, replace):
+    """Write the ``cnt`` picks of row ``i`` of a row-selection ``Q @ A`` to ``out[o:]``."""
+    r = q_indices[q_indptr[i]]
+    if a_has_values:
+        p = a_positives[r]
+        m = a_modes[r]
+    else:
+        p = a_indptr[r + 1] - a_indptr[r]
+        m = UNIFORM
+    sample_one_row(out, o, cnt, a_indptr[r], a_indptr[r + 1], a_values,
+                   a_has_values, a_prefix, m, p, key, replace)
+
+
 @numba.njit(parallel=True, cache=True)
 def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
                   a_has_values, a_prefix, a_positives, a_modes, k_scalar,
@@ -109,32 +142,18 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     n = q_indptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
     for i in prange(n):
-        if q_indptr[i + 1] == q_indptr[i]:
-            continue
-        if q_scale.size and q_scale[q_indptr[i]] == 0.0:
-            continue
-        r = q_indices[q_indptr[i]]
-        if a_has_values:
-            p = a_positives[r]
-        else:
-            p = a_indptr[r + 1] - a_indptr[r]
-        out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
+        out_ptr[i + 1] = gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr,
+                                          a_has_values, a_positives, k_scalar, k_arr,
+                                          replace)
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
     for i in prange(n):
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
-            r = q_indices[q_indptr[i]]
-            if a_has_values:
-                p = a_positives[r]
-                m = a_modes[r]
-            else:
-                p = a_indptr[r + 1] - a_indptr[r]
-                m = UNIFORM
             key = row_key(seed, stream, _rid_of(row_ids, i))
-            sample_one_row(out, out_ptr[i], cnt, a_indptr[r], a_indptr[r + 1],
-                           a_values, a_has_values, a_prefix, m, p, key,
-                           replace)
+            gather_row_sample(i, out, out_ptr[i], cnt, q_indptr, q_indices, a_indptr,
+                              a_values, a_has_values, a_prefix, a_positives, a_modes,
+                              key, replace)
     return out_ptr, out
 
 

@@ -142,6 +142,21 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                     ncols, out_ptr, add, mul, one, proto, _parts())
 
 
+@numba.njit(cache=True, inline="always")
+def gather_row_fill(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
+                    onev, f, out_idx, out_val):
+    """Row ``i`` of a row-gather product into ``out[f:]`` (the CUDA twin calls it too)."""
+    if a_ptr[i + 1] > a_ptr[i]:
+        p = a_ptr[i]
+        k = a_idx[p]
+        av = a_val[p] if a_hv else onev
+        for q in range(b_ptr[k], b_ptr[k + 1]):
+            bv = b_val[q] if b_hv else onev
+            out_idx[f] = b_idx[q]
+            out_val[f] = mul_op(mul, av, bv, onev)
+            f += 1
+
+
 @numba.njit(parallel=True, cache=True)
 def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
                   one):
@@ -158,14 +173,6 @@ def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
     out_val = np.empty(out_ptr[n], one.dtype)
     onev = one[0]
     for i in prange(n):
-        if a_ptr[i + 1] > a_ptr[i]:
-            p = a_ptr[i]
-            k = a_idx[p]
-            av = a_val[p] if a_hv else onev
-            f = out_ptr[i]
-            for q in range(b_ptr[k], b_ptr[k + 1]):
-                bv = b_val[q] if b_hv else onev
-                out_idx[f] = b_idx[q]
-                out_val[f] = mul_op(mul, av, bv, onev)
-                f += 1
+        gather_row_fill(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
+                        onev, out_ptr[i], out_idx, out_val)
     return out_ptr, out_idx, out_val

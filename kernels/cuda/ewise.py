@@ -1,7 +1,8 @@
 """Element-wise union (``ewise_add``) and intersection (``ewise_mult``), CUDA.
 
 Twin of ``kernels.cpu.ewise``: one thread per row merges the two sorted rows,
-in two passes (count with the CPU kernel's own ``_merge_count``, then fill).
+in two passes (count and fill with the CPU kernel's own ``_merge_count`` and
+``_merge_fill``).
 
 ``map_values`` and ``select_mask`` take a user function (a numba
 dispatcher); a kernel calling it as a device function is built once per
@@ -16,14 +17,12 @@ import numpy as np
 from numba import cuda
 
 from kernels.cpu.ewise import _merge_count as _cpu_merge_count
+from kernels.cpu.ewise import _merge_fill as _cpu_merge_fill
 from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
                                 to_host)
-from kernels.semiring_ops import add_op as _add_op
-from kernels.semiring_ops import mul_op as _mul_op
 
-add_op = device(_add_op)
-mul_op = device(_mul_op)
 _merge_count = device(_cpu_merge_count)
+_merge_fill = device(_cpu_merge_fill)
 
 
 @cuda.jit(cache=True)
@@ -44,37 +43,9 @@ def _ewise_fill(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union,
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, n, stride):
-        p = a_ptr[i]
-        ahi = a_ptr[i + 1]
-        q = b_ptr[i]
-        bhi = b_ptr[i + 1]
-        f = out_ptr[i]
-        while p < ahi or q < bhi:
-            take_a = q >= bhi or (p < ahi and a_idx[p] < b_idx[q])
-            take_b = p >= ahi or (q < bhi and b_idx[q] < a_idx[p])
-            if take_a:
-                if union:
-                    out_idx[f] = a_idx[p]
-                    out_val[f] = a_val[p] if a_hv else onev
-                    f += 1
-                p += 1
-            elif take_b:
-                if union:
-                    out_idx[f] = b_idx[q]
-                    out_val[f] = b_val[q] if b_hv else onev
-                    f += 1
-                q += 1
-            else:
-                av = a_val[p] if a_hv else onev
-                bv = b_val[q] if b_hv else onev
-                out_idx[f] = a_idx[p]
-                if union:
-                    out_val[f] = add_op(op, av, bv)
-                else:
-                    out_val[f] = mul_op(op, av, bv, onev)
-                f += 1
-                p += 1
-                q += 1
+        _merge_fill(a_idx, a_ptr[i], a_ptr[i + 1], a_val, a_hv, b_idx, b_ptr[i],
+                    b_ptr[i + 1], b_val, b_hv, union, op, onev, out_idx, out_val,
+                    out_ptr[i])
 
 
 def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,

@@ -20,14 +20,14 @@ from kernels.common import row_key as _row_key
 from kernels.cpu import sample as _cpu
 from kernels.cuda._util import BLOCK, _xp, blocks, device, host_int, scan
 
-UNIFORM = _its.UNIFORM
-
 row_stats = device(_its.row_stats)
 sample_one_row = device(_its.sample_one_row)
 row_key = device(_row_key)
 _k_of = device(_cpu._k_of)
 _rid_of = device(_cpu._rid_of)
 _slots = device(_cpu._slots)
+gather_row_slots = device(_cpu.gather_row_slots)
+gather_row_sample = device(_cpu.gather_row_sample)
 
 
 @cuda.jit(cache=True)
@@ -80,17 +80,9 @@ def _gather_slots(q_indptr, q_indices, q_scale, a_indptr, a_has_values,
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, n, stride):
-        out_ptr[i + 1] = 0
-        if q_indptr[i + 1] == q_indptr[i]:
-            continue
-        if q_scale.size and q_scale[q_indptr[i]] == 0.0:
-            continue
-        r = q_indices[q_indptr[i]]
-        if a_has_values:
-            p = a_positives[r]
-        else:
-            p = a_indptr[r + 1] - a_indptr[r]
-        out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
+        out_ptr[i + 1] = gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr,
+                                          a_has_values, a_positives, k_scalar, k_arr,
+                                          replace)
 
 
 @cuda.jit(cache=True)
@@ -103,17 +95,10 @@ def _gather_sample(q_indptr, q_indices, a_indptr, a_values, a_has_values,
     for i in range(start, n, stride):
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
-            r = q_indices[q_indptr[i]]
-            if a_has_values:
-                p = a_positives[r]
-                m = a_modes[r]
-            else:
-                p = a_indptr[r + 1] - a_indptr[r]
-                m = UNIFORM
             key = np.uint64(row_key(seed, stream, _rid_of(row_ids, i)))
-            sample_one_row(out, out_ptr[i], cnt, a_indptr[r], a_indptr[r + 1],
-                           a_values, a_has_values, a_prefix, m, p, key,
-                           replace)
+            gather_row_sample(i, out, out_ptr[i], cnt, q_indptr, q_indices, a_indptr,
+                              a_values, a_has_values, a_prefix, a_positives, a_modes,
+                              key, replace)
 
 
 @cuda.jit(cache=True)

@@ -27,11 +27,13 @@ from numba import cuda
 
 from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
                                 stable_order)
+from kernels.cpu import spgemm as _cpu_spgemm
 from kernels.semiring_ops import add_op as _add_op
 from kernels.semiring_ops import mul_op as _mul_op
 
 add_op = device(_add_op)
 mul_op = device(_mul_op)
+gather_row_fill = device(_cpu_spgemm.gather_row_fill)
 
 
 @cuda.jit(cache=True)
@@ -122,16 +124,8 @@ def _gather_fill(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, n, stride):
-        if a_ptr[i + 1] > a_ptr[i]:
-            p = a_ptr[i]
-            k = a_idx[p]
-            av = a_val[p] if a_hv else onev
-            f = out_ptr[i]
-            for q in range(b_ptr[k], b_ptr[k + 1]):
-                bv = b_val[q] if b_hv else onev
-                out_idx[f] = b_idx[q]
-                out_val[f] = mul_op(mul, av, bv, onev)
-                f += 1
+        gather_row_fill(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
+                        onev, out_ptr[i], out_idx, out_val)
 
 
 def _offsets(xp, a_ptr, a_idx, b_ptr):
