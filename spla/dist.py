@@ -40,6 +40,7 @@ for every semiring.
 import numpy as np
 
 from spla import comm as C
+from spla._backend import to_host
 from spla._checks import describe, fail
 from spla._util import indptr_from_counts
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue,
@@ -426,17 +427,13 @@ def _allgather_rows(comm, M, op, ncols):
     Row lengths and column indices travel as ``_wire_int(ncols)``.
     """
     wire = _wire_int(ncols)
-    lens, _ = C.allgatherv(comm, np.diff(_host_array(M.indptr)).astype(wire), op)
-    idx, _ = C.allgatherv(comm, _host_array(M.indices).astype(wire, copy=False), op)
+    lens, _ = C.allgatherv(comm, np.diff(to_host(M.indptr)).astype(wire), op)
+    idx, _ = C.allgatherv(comm, to_host(M.indices).astype(wire, copy=False), op)
     vals = None
     if M.values is not None:
         vals, _ = C.allgatherv(comm, M.values, op)
     return Matrix._new(indptr_from_counts(lens.astype(np.int64)), _narrow_indices(idx, ncols),
                        vals, (lens.size, ncols))
-
-
-def _host_array(a):
-    return a if isinstance(a, np.ndarray) else a.get()
 
 
 #: the strategies of ``fetch_rows``; the first is the default
