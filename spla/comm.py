@@ -22,7 +22,7 @@ from spla.exceptions import LayoutError, SplaError
 
 _INT_MAX = 2 ** 31 - 1
 _counters = []  # stack of active counters (dicts)
-_grids = {}
+_GRID_KEYVAL = []  # the MPI attribute key of the process grids (created once)
 
 
 def mpi():
@@ -73,18 +73,48 @@ def _host(arr):
     return np.ascontiguousarray(arr.get())
 
 
+#: Exception classes a rank may re-raise for an error that another rank
+#: reported (by name); anything else becomes a SplaError.
+def _known_errors():
+    import spla.exceptions as E
+    classes = [getattr(E, name) for name in dir(E)
+               if isinstance(getattr(E, name), type) and issubclass(getattr(E, name), Exception)]
+    classes += [ValueError, TypeError, IndexError, KeyError, OverflowError, RuntimeError,
+                MemoryError, NotImplementedError, ZeroDivisionError, FloatingPointError]
+    return {cls.__name__: cls for cls in classes}
+
+
 def agree(comm, error):
-    """Raise on every rank if any rank has an error (collective).
+    """Collective: raise on every rank if any rank has an error.
 
     Parameters
     ----------
-    comm : MPI communicator
+    comm : MPI communicator or None
+        ``None`` (or a communicator of one rank) means local: ``error`` is
+        raised as is.
     error : Exception or None
         This rank's failure, if any.
 
-    The exception raised is this rank's own, or a ``SplaError`` naming the
-    failing rank elsewhere, so every rank stops at the same point.
+    Raises
+    ------
+    Exception
+        On a failing rank, its own exception.  On every other rank, an
+        exception of the same class (for spla's and Python's usual
+        exception classes; ``SplaError`` otherwise) with the message of
+        the lowest failing rank, followed by ``[raised on rank r of p]``.
+        Every raised exception carries ``collective_origin`` (that lowest
+        failing rank), which tells the main job that every rank raised it.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.agree(None, None)      # nothing failed: returns on every rank
     """
+    if comm is None or comm.Get_size() == 1:
+        if error is not None:
+            _mark(error, 0)
+            raise error
+        return
     flag = np.array([0 if error is None else 1], np.int32)
     out = np.empty(1, np.int32)
     comm.Allreduce(flag, out, op=mpi().SUM)
@@ -92,11 +122,96 @@ def agree(comm, error):
         return
     ranks = np.empty(comm.Get_size(), np.int32)
     comm.Allgather(flag, ranks)
-    if error is not None:
-        raise error
     first = int(np.flatnonzero(ranks)[0])
-    raise SplaError(f"rank {first} of {comm.Get_size()} failed in a collective step "
-                    "(its error is reported there); stopping on every rank")
+    text = b""
+    if comm.Get_rank() == first:
+        text = f"{type(error).__name__}\0{error}".encode("utf-8", "replace")
+    n = bcast_int(comm, [len(text)], root=first, length=1)
+    buf = np.frombuffer(text, np.uint8).copy() if text else np.empty(int(n[0]), np.uint8)
+    comm.Bcast(buf, root=first)
+    if error is not None:
+        _mark(error, first)
+        raise error
+    name, _, message = buf.tobytes().decode("utf-8", "replace").partition("\0")
+    cls = _known_errors().get(name, SplaError)
+    exc = cls(f"{message} [raised on rank {first} of {comm.Get_size()}]")
+    _mark(exc, first)
+    raise exc
+
+
+def _mark(error, origin):
+    try:
+        error.collective_origin = origin
+    except Exception:  # noqa: BLE001 - an exception type that refuses attributes
+        pass
+
+
+@contextlib.contextmanager
+def collective_checks(comm):
+    """Collective: run argument checks so that every rank raises together.
+
+    Every check of a *Collective* function (types, ranges, overflow,
+    shapes, options) runs inside this block; at its end the ranks agree
+    (``agree``): if any rank raised, every rank raises the same error, so
+    no rank is left waiting in the next collective.  Only ``Exception``
+    is caught (``KeyboardInterrupt`` passes through).
+
+    Parameters
+    ----------
+    comm : MPI communicator or None
+        ``None`` means a local call: an error is raised as is.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> with C.collective_checks(None):
+    ...     k = int("7")
+    >>> k
+    7
+    """
+    error = None
+    try:
+        yield
+    except Exception as e:  # noqa: BLE001 - re-raised on every rank by agree
+        error = e
+    agree(comm, error)
+
+
+def agree_min(comm, value):
+    """Collective: the minimum of an integer over the ranks (``value`` if local).
+
+    For settings derived from local data that steer collectives (a bulk
+    size from a memory budget, say): every rank must use the same one.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.agree_min(None, 5)
+    5
+    """
+    if comm is None or comm.Get_size() == 1:
+        return int(value)
+    return int(allgather_int(comm, [int(value)]).min())
+
+
+def check_same(comm, func, arg, values):
+    """Collective: raise on every rank unless ``values`` (ints) are equal on all ranks.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.check_same(None, "f", "k", [3])
+    """
+    if comm is None or comm.Get_size() == 1:
+        return
+    allv = allgather_int(comm, list(values))
+    if (allv == allv[0]).all():
+        return
+    bad = int(np.flatnonzero((allv != allv[0]).any(axis=1))[0])
+    exc = LayoutError(f"{func}: argument {arg!r} must be the same on every rank; rank 0 "
+                      f"passed {allv[0].tolist()}, rank {bad} passed {allv[bad].tolist()}")
+    _mark(exc, bad)
+    raise exc
 
 
 def allgather_int(comm, values):
@@ -137,7 +252,7 @@ def alltoallv(comm, send, sendcounts, op):
     comm.Alltoall(sendcounts, recvcounts)
     recvcounts, rdispl = counts_displs(recvcounts)
     recv = np.empty(int(recvcounts.sum()), send.dtype)
-    mpitype = MPI._typedict[send.dtype.char]
+    mpitype = _mpi_type(send.dtype)
     # Rounds of at most INT_MAX elements per peer keep counts in C int.
     done_s = np.zeros(p, np.int64)
     done_r = np.zeros(p, np.int64)
@@ -183,7 +298,7 @@ def allgatherv(comm, arr, op):
         out = np.empty(int(counts.sum()), arr.dtype)
         _, displs = counts_displs(counts)
         comm.Allgatherv(arr, [out, (counts.astype(np.int32), displs.astype(np.int32)),
-                              MPI._typedict[arr.dtype.char]])
+                              _mpi_type(arr.dtype)])
     record(op, arr.nbytes * (comm.Get_size() - 1))
     return out, counts
 
@@ -209,10 +324,46 @@ class ProcessGrid:
         self.col_comm = comm.Split(self.col, self.row)
 
 
+def _mpi_type(dtype):
+    """The MPI datatype of a numpy dtype (public mpi4py API, no private tables)."""
+    from mpi4py.util.dtlib import from_numpy_dtype
+    return from_numpy_dtype(dtype)
+
+
+def _free_grids(comm, keyval, grids):
+    # Called by MPI when ``comm`` is freed: the sub-communicators go with it.
+    for g in grids.values():
+        for sub in (g.row_comm, g.col_comm):
+            try:
+                sub.Free()
+            except Exception:  # noqa: BLE001 - MPI may be finalizing
+                pass
+
+
 def grid(comm, c):
-    """The cached ProcessGrid of (comm, c) (collective on first use)."""
-    key = (comm.py2f() if hasattr(comm, "py2f") else id(comm), c)
-    g = _grids.get(key)
+    """The ProcessGrid of (comm, c), created on first use (collective then).
+
+    Grids are cached *on the communicator* as an MPI attribute, so a grid
+    lives exactly as long as its communicator: freeing the communicator
+    frees its grids, and a new communicator (even one MPI gives a recycled
+    handle) never sees an old one's grid.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> g = C.grid(C.world(), 1)
+    >>> (g.p == C.world().Get_size(), g.c, C.grid(C.world(), 1) is g)
+    (True, 1, True)
+    """
+    MPI = mpi()
+    if not _GRID_KEYVAL:
+        _GRID_KEYVAL.append(MPI.Comm.Create_keyval(delete_fn=_free_grids))
+    key = _GRID_KEYVAL[0]
+    grids = comm.Get_attr(key)
+    if grids is None:
+        grids = {}
+        comm.Set_attr(key, grids)
+    g = grids.get(c)
     if g is None:
-        g = _grids[key] = ProcessGrid(comm, c)
+        g = grids[c] = ProcessGrid(comm, c)
     return g
