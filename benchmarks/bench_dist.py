@@ -205,7 +205,7 @@ def oblivious_bytes(block_nnz, block_rows, n, nnz, p, c, value_bytes, wire):
 def _allgather_csr(comm, M):
     """Stack the CSR pieces of every rank of comm in rank order (typed buffers)."""
     from spla.matrix import Matrix
-    from spla._util import indptr_from_counts
+    from spla.util import indptr_from_counts
     from mpi4py import MPI
     lens = np.diff(M.indptr).astype(np.int64)
     idx = np.ascontiguousarray(M.indices)

@@ -17,8 +17,8 @@ from typing import Tuple
 
 import numpy as np
 
-from spla import _backend
-from spla._checks import as_int, describe, fail
+from spla import backend
+from spla.checks import as_int, describe, fail
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
                              InvalidValue)
 from spla.matrix import Matrix
@@ -71,7 +71,7 @@ class Batches:
 
 def stack_batches(func, batches, n, xp, batch_ids=None):
     """Validate and stack minibatches given as a list of 1-D arrays or a k x b array."""
-    if isinstance(batches, np.ndarray) or _backend.device_of(batches) == "cuda":
+    if isinstance(batches, np.ndarray) or backend.device_of(batches) == "cuda":
         arr = batches
         if arr.ndim == 1:
             fail(DimensionMismatch, func, "batches",
@@ -195,7 +195,7 @@ class Sampler(abc.ABC):
         """
         if D is None:
             return M
-        return D.rows_view(_backend.to_host(vertices))
+        return D.rows_view(backend.to_host(vertices))
 
     @property
     @abc.abstractmethod
@@ -244,7 +244,7 @@ class Sampler(abc.ABC):
             err = e
         C.agree(D.comm, err)
         mine = owned_batches(B.k, D.layout, D.comm.Get_rank(), self._by_process_row)
-        ptr = _backend.to_host(B.ptr)
+        ptr = backend.to_host(B.ptr)
         if mine:
             nodes = B.nodes[ptr[mine[0]]:ptr[mine[-1] + 1]]
             sub = Batches(nodes, ptr[mine[0]:mine[-1] + 2] - ptr[mine[0]],
@@ -264,8 +264,8 @@ def assemble(layers, ids):
     per_group = [[] for _ in ids]
     for adj, dst, dst_ptr, src, src_ptr in reversed(layers):  # input layer first
         blocks = split_blocks(adj, dst_ptr, src_ptr, check=False)
-        dp = _backend.to_host(dst_ptr).tolist()
-        sp = _backend.to_host(src_ptr).tolist()
+        dp = backend.to_host(dst_ptr).tolist()
+        sp = backend.to_host(src_ptr).tolist()
         for g in range(len(ids)):
             per_group[g].append(Block(blocks[g], dst[dp[g]:dp[g + 1]], src[sp[g]:sp[g + 1]]))
     return [MiniBatch(bl, index=i) for bl, i in zip(per_group, ids)]

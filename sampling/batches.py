@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from spla._checks import as_index_array, as_int, describe, fail
+from spla.checks import as_index_array, as_int, describe, fail
 from spla.exceptions import InvalidValue
 from spla.random import permutation
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spla._checks import fail
+from spla.checks import fail
 from spla.exceptions import InvalidValue
 from spla.matrix import Matrix
 

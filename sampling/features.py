@@ -21,7 +21,7 @@ Labels and split masks are small and are kept replicated on every rank.
 import numpy as np
 
 from spla import comm as C
-from spla._checks import as_index_array, as_int, describe, fail
+from spla.checks import as_index_array, as_int, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
 from spla.layout import chunk, owner_of
 from spla.matrix import Matrix

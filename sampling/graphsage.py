@@ -16,7 +16,7 @@ from typing import Tuple
 import numpy as np
 
 from spla import compact_columns_blockwise, mxm, sample_rows, semiring
-from spla._checks import check_weights
+from spla.checks import check_weights
 from spla.matrix import Matrix
 
 from sampling.base import (Sampler, SamplerConfig, as_graph, layer_sizes_tuple,
@@ -97,7 +97,7 @@ class GraphSAGE(Sampler):
         try:
             if self.config.weighted:
                 if A.values is None:
-                    from spla._checks import fail
+                    from spla.checks import fail
                     from spla.exceptions import InvalidValue
                     fail(InvalidValue, "GraphSAGE", "A",
                          "a matrix with edge values when weighted=True", "a structural matrix")

@@ -21,7 +21,7 @@ import spla
 from spla import (apply, compact_columns_blockwise, extract_blockwise,
                   normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows,
                   transpose)
-from spla._checks import check_weights
+from spla.checks import check_weights
 from spla.matrix import Matrix
 
 from sampling.base import (Sampler, SamplerConfig, as_graph, layer_sizes_tuple,

@@ -12,8 +12,8 @@ from typing import List
 
 import numpy as np
 
-from spla import _backend
-from spla._util import row_ids
+from spla import backend
+from spla.util import row_ids
 from spla.exceptions import MissingDependency
 from spla.matrix import Matrix
 
@@ -74,8 +74,8 @@ class Block:
         if not isinstance(other, Block):
             return NotImplemented
         return (self.adj.isequal(other.adj)
-                and np.array_equal(_backend.to_host(self.dst_nodes), _backend.to_host(other.dst_nodes))
-                and np.array_equal(_backend.to_host(self.src_nodes), _backend.to_host(other.src_nodes)))
+                and np.array_equal(backend.to_host(self.dst_nodes), backend.to_host(other.dst_nodes))
+                and np.array_equal(backend.to_host(self.src_nodes), backend.to_host(other.src_nodes)))
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from spla._util import row_ids
+from spla.util import row_ids
 from spla.exceptions import DimensionMismatch, InvalidValue, MissingDependency
 
 try:

@@ -24,7 +24,7 @@ Everything is a pure function of ``(scale, seed, ...)``.
 
 import numpy as np
 
-from spla._checks import as_int, fail
+from spla.checks import as_int, fail
 from spla.exceptions import InvalidValue
 from spla.matrix import Matrix
 

@@ -40,9 +40,9 @@ for every semiring.
 import numpy as np
 
 from spla import comm as C
-from spla._backend import to_host
-from spla._checks import describe, fail
-from spla._util import indptr_from_counts
+from spla.backend import to_host
+from spla.checks import describe, fail
+from spla.util import indptr_from_counts
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue,
                              LayoutError, SplaError)
 from spla.layout import Layout, chunk, chunk_bounds, owner_of

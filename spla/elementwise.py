@@ -3,9 +3,9 @@ and the row-wise reduction they build on."""
 
 import numpy as np
 
-from spla import _backend
-from spla._checks import describe, fail
-from spla._util import row_ids
+from spla import backend
+from spla.checks import describe, fail
+from spla.util import row_ids
 from spla.exceptions import DimensionMismatch, InvalidValue
 from spla.matrix import Matrix
 from spla.mxm import as_matrix, kernel_values
@@ -68,7 +68,7 @@ def apply(A, op):
             fail(InvalidValue, func, "op", f"a callable or one of {sorted(_UNARY)}", repr(op))
         out = _UNARY[op](A.xp, v)
     elif callable(op):
-        K = _backend.kernels_for(A.device)
+        K = backend.kernels_for(A.device)
         out = K.ewise.map_values(v, _jit(op))
     else:
         fail(InvalidValue, func, "op", "a callable or an operator name", describe(op))
@@ -121,7 +121,7 @@ def select(A, predicate, thunk=0):
     A = as_matrix(func, "A", A)
     xp = A.xp
     if callable(predicate):
-        K = _backend.kernels_for(A.device)
+        K = backend.kernels_for(A.device)
         vals, _ = kernel_values(A, A.dtype or np.float64)
         if A.values is None:
             vals = xp.ones(A.nnz, np.float64)
@@ -167,12 +167,12 @@ def _ewise(func, A, B, union, code, structural_result):
     B = as_matrix(func, "B", B)
     if A.shape != B.shape:
         fail(DimensionMismatch, func, "B", f"shape {A.shape} (A's shape)", f"shape {B.shape}")
-    _backend.same_device(func, A, B)
+    backend.same_device(func, A, B)
     given = [d for d in (A.dtype, B.dtype) if d is not None]
     dt = np.result_type(*given) if given else np.dtype(np.float64)
     a_val, a_hv = kernel_values(A, dt)
     b_val, b_hv = kernel_values(B, dt)
-    K = _backend.kernels_for(A.device)
+    K = backend.kernels_for(A.device)
     ptr, idx, val = K.ewise.ewise(A.indptr, A.indices, a_val, a_hv, B.indptr, B.indices,
                                   b_val, b_hv, union, code, A.xp.ones(1, dt))
     from spla.matrix import _narrow_indices
@@ -255,7 +255,7 @@ def reduce_rowwise(A, monoid="plus"):
     m = as_monoid(func, monoid)
     dt = A.dtype or np.dtype(np.int64)
     vals, hv = kernel_values(A, dt)
-    K = _backend.kernels_for(A.device)
+    K = backend.kernels_for(A.device)
     ident = A.xp.asarray([m.identity_for(dt)], dtype=dt)
     return K.reduce.reduce_rows(A.indptr, vals, hv, m.code, ident, A.xp.ones(1, dt))
 

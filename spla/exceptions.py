@@ -3,7 +3,7 @@
 Every class also inherits the built-in exception a Python user would try
 first (``ValueError``, ``TypeError``, ``IndexError``), so ``except
 ValueError`` keeps working.  Messages name the function, the argument, what
-was expected and what was received (see ``spla._checks.fail``).
+was expected and what was received (see ``spla.checks.fail``).
 """
 
 

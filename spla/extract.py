@@ -1,7 +1,7 @@
 """Row and column extraction: ``A[rows, :]``, ``A[:, cols]``, ``A[rows, cols]``."""
 
-from spla import _backend
-from spla._checks import as_index_array
+from spla import backend
+from spla.checks import as_index_array
 from spla.matrix import Matrix, _narrow_indices
 from spla.mxm import as_matrix
 
@@ -42,7 +42,7 @@ def extract(A, rows=None, cols=None):
         rows = as_index_array(func, "rows", rows, A.nrows)
     if cols is not None:
         cols = as_index_array(func, "cols", cols, A.ncols)
-    K = _backend.kernels_for(A.device)
+    K = backend.kernels_for(A.device)
     hv = A.values is not None
     vals = A.values if hv else A.xp.zeros(0, "float64")
     ptr, idx, nrows = A.indptr, A.indices, A.nrows
@@ -117,7 +117,7 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
     """
     from spla.exceptions import InvalidCSR, DimensionMismatch
     from spla.structure import _group_ptr
-    from spla._checks import fail
+    from spla.checks import fail
     func = "extract_blockwise"
     A = as_matrix(func, "A", A)
     xp = A.xp
@@ -127,7 +127,7 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
     col_ptr = _group_ptr(func, "col_ptr", col_ptr, cols.size, xp)
     if row_ptr.size != col_ptr.size:
         fail(DimensionMismatch, func, "col_ptr", f"{row_ptr.size} offsets", f"{col_ptr.size}")
-    K = _backend.kernels_for(A.device)
+    K = backend.kernels_for(A.device)
     ptr, idx, src, first_dup = K.groups.extract_groups(A.indptr, A.indices, rows, row_ptr,
                                                        cols, col_ptr, A.ncols)
     if first_dup >= 0:

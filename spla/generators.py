@@ -28,12 +28,10 @@ import numbers
 
 import numpy as np
 
-from spla._checks import as_index_array, as_int, describe, fail
+from spla.checks import as_index_array, as_int, as_u64, describe, fail, index_dtype
 from spla.exceptions import DTypeError, InvalidValue
 from spla.matrix import Matrix
 
-_U64 = 2 ** 64
-_INT32_MAX = np.iinfo(np.int32).max
 MAX_SCALE = 40
 
 
@@ -44,10 +42,7 @@ def _kernels():
 
 
 def _as_seed(func, seed):
-    seed = as_int(func, "seed", seed, minimum=0)
-    if seed >= _U64:
-        fail(InvalidValue, func, "seed", "an integer below 2**64", seed)
-    return seed
+    return as_u64(func, "seed", seed)
 
 
 def _as_prob(func, arg, x):
@@ -81,7 +76,7 @@ def _as_row_range(func, rows, nrows):
 
 
 def _index_dtype(ncols):
-    return np.int32 if ncols <= _INT32_MAX else np.int64
+    return index_dtype(ncols).type
 
 
 def _chunks():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spla._checks import as_int, fail
+from spla.checks import as_int, fail
 from spla.exceptions import LayoutError
 
 

@@ -16,14 +16,13 @@ GPU.  Operators run the kernels of that device.
 
 import numpy as np
 
-from spla import _backend
-from spla._util import row_ids
-from spla._checks import (INDEX_DTYPES, as_index_array, as_shape, describe,
-                          fail, value_dtype)
+from spla import backend
+from spla.util import row_ids
+from spla.checks import (INDEX_DTYPES, as_index_array, as_shape, describe,
+                         fail, index_dtype, value_dtype)
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
                              InvalidCSR, InvalidValue)
 
-_INT32_MAX = np.iinfo(np.int32).max
 
 
 def _readonly(a):
@@ -106,8 +105,8 @@ class Matrix:
         return self
 
     @classmethod
-    def from_csr(cls, indptr, indices, values=None, shape=None, *, check=True):
-        """A matrix from CSR arrays (no copy when they are already canonical).
+    def from_csr(cls, indptr, indices, values=None, shape=None, *, check=True, copy=True):
+        """A matrix from CSR arrays.
 
         Parameters
         ----------
@@ -122,6 +121,13 @@ class Matrix:
             Verify the arrays (lengths, monotone ``indptr``, indices in range,
             sorted rows without duplicates).  ``check=False`` trusts them:
             only for arrays produced by spla itself.
+        copy : bool, default True
+            Copy the arrays, so later changes to the caller's arrays cannot
+            reach the matrix (or the prefix sums and other data it caches).
+            ``copy=False`` takes ownership instead: the matrix keeps
+            read-only views of the arrays given, and the caller promises
+            never to modify them afterwards (a modified array leaves the
+            matrix and its caches in disagreement).
 
         Returns
         -------
@@ -145,6 +151,9 @@ class Matrix:
         _, indices = _array(indices, like=xp)
         if values is not None:
             _, values = _array(values, like=xp)
+        if copy:
+            indptr, indices = indptr.copy(), indices.copy()
+            values = None if values is None else values.copy()
         if check:
             return _checked_csr(func, xp, indptr, indices, values, shape)
         if shape is None:
@@ -197,7 +206,7 @@ class Matrix:
                 fail(DimensionMismatch, func, "values", f"a 1-D array of length {r.size}",
                      describe(values))
             value_dtype(func, "values", values.dtype)
-        K = _backend.kernels_for(_backend.device_of(r))
+        K = backend.kernels_for(backend.device_of(r))
         vals = values if hv else xp.zeros(0, np.float64)
         ptr, idx, val, first_dup = K.csr.coo_to_csr(r, c, vals, hv, nrows,
                                                    duplicates == "sum")
@@ -261,7 +270,7 @@ class Matrix:
         """A GPU matrix from a ``cupyx.scipy.sparse`` matrix (canonicalised)."""
         S = S.tocsr()
         S.sum_duplicates()
-        cp = _backend.require_cupy("Matrix.from_cupyx")
+        cp = backend.require_cupy("Matrix.from_cupyx")
         values = None if structural else S.data
         return cls.from_csr(S.indptr.astype(cp.int64), S.indices, values, S.shape)
 
@@ -305,12 +314,12 @@ class Matrix:
 
     @property
     def device(self):
-        return _backend.device_of(self._indptr)
+        return backend.device_of(self._indptr)
 
     @property
     def xp(self):
         """numpy or cupy: the array module of this matrix's arrays."""
-        return _backend.xp_of(self.device)
+        return backend.xp_of(self.device)
 
     def row_degrees(self):
         """Entries per row (int64 array).
@@ -380,14 +389,14 @@ class Matrix:
         array([[0., 2.]])
         """
         import scipy.sparse as sp
-        h = _backend.to_host
+        h = backend.to_host
         vals = (np.ones(self.nnz, np.float64) if self._values is None
                 else h(self._values))
         return sp.csr_matrix((vals, h(self._indices), h(self._indptr)), shape=self._shape)
 
     def to_cupyx(self):
         """A ``cupyx.scipy.sparse.csr_matrix`` on the GPU."""
-        _backend.require_cupy("Matrix.to_cupyx")
+        backend.require_cupy("Matrix.to_cupyx")
         import cupyx.scipy.sparse as csp
         m = self.to("cuda")
         vals = m.xp.ones(m.nnz, np.float64) if m.values is None else m.values
@@ -413,13 +422,13 @@ class Matrix:
         >>> A.to("cpu") is A
         True
         """
-        device = _backend.normalize_device("Matrix.to", device)
+        device = backend.normalize_device("Matrix.to", device)
         if device == self.device:
             return self
         if device == "cpu":
-            conv = _backend.to_host
+            conv = backend.to_host
         else:
-            cp = _backend.require_cupy("Matrix.to")
+            cp = backend.require_cupy("Matrix.to")
             conv = cp.asarray
         vals = None if self._values is None else conv(self._values)
         return Matrix._new(conv(self._indptr), conv(self._indices), vals, self._shape)
@@ -474,7 +483,7 @@ class Matrix:
 
 def _array(x, like=None):
     """(xp, array) keeping cupy arrays on the GPU and numpy-ing the rest."""
-    dev = _backend.device_of(x)
+    dev = backend.device_of(x)
     if dev == "cuda":
         import cupy
         return cupy, x
@@ -485,9 +494,7 @@ def _array(x, like=None):
 
 def _narrow_indices(idx, ncols):
     """int32 column indices when they fit (halves memory traffic), else int64."""
-    if ncols <= _INT32_MAX and idx.dtype != np.int32:
-        return idx.astype(np.int32)
-    return idx
+    return idx.astype(index_dtype(ncols), copy=False)
 
 
 def _checked_csr(func, xp, indptr, indices, values, shape):
@@ -521,7 +528,7 @@ def _checked_csr(func, xp, indptr, indices, values, shape):
         value_dtype(func, "values", values.dtype)
     if indices.dtype not in INDEX_DTYPES:
         indices = indices.astype(np.int64)
-    if indices.dtype == np.int32 and ncols > _INT32_MAX:
+    if indices.dtype == np.int32 and index_dtype(ncols) != np.int32:
         fail(DTypeError, func, "indices", "int64 indices for more than 2**31 - 1 columns",
              "int32")
     if indices.size:
@@ -530,7 +537,7 @@ def _checked_csr(func, xp, indptr, indices, values, shape):
             fail(IndexOutOfRange, func, "indices", "non-negative column indices", lo)
         if hi >= ncols:
             fail(IndexOutOfRange, func, "indices", f"column indices below {ncols}", hi)
-    K = _backend.kernels_for(_backend.device_of(indptr))
+    K = backend.kernels_for(backend.device_of(indptr))
     bad = int(K.csr.first_unsorted(indptr, indices))
     if bad >= 0:
         fail(InvalidCSR, func, "indices",

@@ -12,8 +12,8 @@ import sys
 
 import numpy as np
 
-from spla import _backend
-from spla._checks import describe, fail
+from spla import backend
+from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError
 from spla.matrix import Matrix, _narrow_indices
 from spla.semiring import as_semiring, plus_times
@@ -133,7 +133,7 @@ def mxm(A, B, semiring=plus_times):
     if A.ncols != B.nrows:
         fail(DimensionMismatch, func, "B", f"a matrix with {A.ncols} rows (A.ncols)",
              f"shape {B.shape}")
-    _backend.same_device(func, A, B)
+    backend.same_device(func, A, B)
     return MxmExpr(A, B, sr)
 
 
@@ -160,7 +160,7 @@ def kernel_values(M, dtype):
 
 def _compute(A, B, sr):
     xp = A.xp
-    K = _backend.kernels_for(A.device)
+    K = backend.kernels_for(A.device)
     out_dt = sr.output_dtype(A.dtype, B.dtype)
     # A structural result still flows through the kernels' value arrays:
     # make them 1 byte wide, since they are dropped.

@@ -9,7 +9,7 @@ import numpy as np
 from numba import prange
 
 from kernels.common import row_key, uniform01
-from spla._checks import as_int, fail
+from spla.checks import as_int, fail
 from spla.exceptions import InvalidValue
 
 

@@ -14,22 +14,18 @@ kept in ``A._cache`` and die with A (matrices are immutable).
 
 import numpy as np
 
-from spla import _backend
-from spla._checks import as_index_array, as_int, check_weights, describe, fail
-from spla._util import row_ids as _row_of_entry
+from spla import backend
+from spla.checks import as_index_array, as_int, as_u64, check_weights, describe, fail
+from spla.util import row_ids as _row_of_entry
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.matrix import Matrix
 from spla.mxm import MxmExpr, as_matrix
 from kernels import semiring_ops as ops
 
-_U64 = 2 ** 64
 
 
 def _as_u64(func, arg, x):
-    x = as_int(func, arg, x, minimum=0)
-    if x >= _U64:
-        fail(InvalidValue, func, arg, "an integer below 2**64", x)
-    return np.uint64(x)
+    return np.uint64(as_u64(func, arg, x))
 
 
 def _as_k(func, k, nrows, xp):
@@ -54,7 +50,7 @@ def _prefix_cache(A):
     cached = A._cache.get("its_prefix")
     if cached is None:
         check_weights("sample_rows", "P (the values of A in Q @ A)", A.values)
-        K = _backend.kernels_for(A.device)
+        K = backend.kernels_for(A.device)
         cached = K.sample.row_prefix(A.indptr, A.values)
         A._cache["its_prefix"] = cached
     return cached
@@ -119,7 +115,7 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
     if not isinstance(P, (Matrix, MxmExpr)):
         fail(DTypeError, func, "P", "a spla.Matrix or a lazy Q @ A", describe(P))
     nrows = P.shape[0]
-    xp = _backend.xp_of(P.device)
+    xp = backend.xp_of(P.device)
     seed = _as_u64(func, "seed", seed)
     stream = _as_u64(func, "stream", stream)
     k_scalar, k_arr = _as_k(func, k, nrows, xp)
@@ -132,7 +128,7 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
                  describe(rid))
         rid = xp.asarray(rid)
     replace = bool(replace)
-    K = _backend.kernels_for(P.device)
+    K = backend.kernels_for(P.device)
     if isinstance(P, MxmExpr) and P.semiring.scales_rows and P.is_row_selection():
         ptr, pos, indices, values_of = _sample_fused(P, K, k_scalar, k_arr, rid, seed,
                                                      stream, replace)

@@ -6,9 +6,9 @@ serves both devices; each is a handful of scans, gathers and a stable sort.
 
 import numpy as np
 
-from spla import _backend
-from spla._checks import describe, fail
-from spla._util import indptr_from_counts, row_ids
+from spla import backend
+from spla.checks import describe, fail
+from spla.util import indptr_from_counts, row_ids
 from spla.exceptions import DimensionMismatch, InvalidValue
 from spla.matrix import Matrix, _narrow_indices
 from spla.mxm import as_matrix
@@ -40,7 +40,7 @@ def _matrices(func, mats):
     if isinstance(mats, Matrix) or not hasattr(mats, "__len__") or len(mats) == 0:
         fail(InvalidValue, func, "mats", "a non-empty sequence of matrices", describe(mats))
     mats = [as_matrix(func, f"mats[{i}]", m) for i, m in enumerate(mats)]
-    _backend.same_device(func, *mats)
+    backend.same_device(func, *mats)
     structural = [m.values is None for m in mats]
     if any(structural) and not all(structural):
         fail(InvalidValue, func, "mats", "all structural or all valued matrices",
@@ -176,7 +176,7 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
            [0, 1, 0, 0, 0],
            [0, 0, 0, 0, 1]])
     """
-    from spla._checks import as_index_array
+    from spla.checks import as_index_array
     from spla.exceptions import InvalidCSR
     func = "compact_columns_blockwise"
     A = as_matrix(func, "A", A)
@@ -194,7 +194,7 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
         if first_ptr.size != row_ptr.size:
             fail(DimensionMismatch, func, "first_ptr", f"{n_groups + 1} offsets",
                  f"{first_ptr.size}")
-    K = _backend.kernels_for(A.device)
+    K = backend.kernels_for(A.device)
     out_idx, perm, kept, kept_ptr, first_dup = K.groups.compact_groups(
         A.indptr, A.indices, row_ptr, first, first_ptr, A.ncols)
     if first_dup >= 0:
@@ -238,9 +238,9 @@ def split_blocks(M, row_ptr, col_ptr, *, check=True):
         if bool(((j < col_ptr[g]) | (j >= col_ptr[g + 1])).any()):
             fail(InvalidValue, func, "M", "a block-diagonal matrix for these offsets",
                  "entries outside the diagonal blocks")
-    rp = _backend.to_host(row_ptr).tolist()
-    cp = _backend.to_host(col_ptr).tolist()
-    ptr_h = _backend.to_host(M.indptr)
+    rp = backend.to_host(row_ptr).tolist()
+    cp = backend.to_host(col_ptr).tolist()
+    ptr_h = backend.to_host(M.indptr)
     blocks = []
     for gi in range(len(rp) - 1):
         r0, r1, c0, c1 = rp[gi], rp[gi + 1], cp[gi], cp[gi + 1]

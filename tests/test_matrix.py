@@ -49,16 +49,21 @@ def test_from_csr_round_trips_through_scipy_and_dense(t):
     np.testing.assert_array_equal(back.to_dense(), D)
 
 
-def test_from_csr_keeps_canonical_arrays_without_copy():
+def test_from_csr_copies_by_default_and_shares_with_copy_false():
     indptr = np.array([0, 2, 2, 3], np.int64)
     indices = np.array([0, 2, 1], np.int32)
     values = np.array([1.5, 2.5, 3.5])
     M = Matrix.from_csr(indptr, indices, values, shape=(3, 4))
-    assert M.shape == (3, 4)
-    assert np.shares_memory(M.indptr, indptr)
-    assert np.shares_memory(M.indices, indices)
-    assert np.shares_memory(M.values, values)
-    assert M.indices.dtype == np.int32
+    assert M.shape == (3, 4) and M.indices.dtype == np.int32
+    for mine, theirs in ((M.indptr, indptr), (M.indices, indices), (M.values, values)):
+        assert not np.shares_memory(mine, theirs)
+    values[0] = 0.0      # the caller edits its own array: the matrix keeps its values
+    assert M.values[0] == 1.5
+    owned = Matrix.from_csr(indptr, indices, values, shape=(3, 4), copy=False)
+    for mine, theirs in ((owned.indptr, indptr), (owned.indices, indices),
+                         (owned.values, values)):
+        assert np.shares_memory(mine, theirs)
+        assert not mine.flags.writeable
 
 
 def test_from_csr_infers_shape_and_accepts_lists():

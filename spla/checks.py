@@ -1,4 +1,4 @@
-"""Argument checks shared by every public operator.
+"""Argument checks shared by every public operator (public: custom samplers use them too).
 
 Each check raises with a message of one shape: ``func: argument 'name' must
 be <expected>; got <received>``.  Checks run once, at the public call site,
@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 
-from spla._backend import device_of
+from spla.backend import device_of
 from spla.exceptions import (DTypeError, IndexOutOfRange, InvalidValue,
                              SplaError)
 
@@ -45,6 +45,36 @@ def as_int(func, arg, x, *, minimum=None):
     if minimum is not None and x < minimum:
         fail(InvalidValue, func, arg, f"an integer >= {minimum}", x)
     return x
+
+
+def as_u64(func, arg, x):
+    """A Python int in ``[0, 2**64)`` (seeds and random streams).
+
+    Examples
+    --------
+    >>> from spla.checks import as_u64
+    >>> as_u64("f", "seed", 7)
+    7
+    """
+    x = as_int(func, arg, x, minimum=0)
+    if x >= 2 ** 64:
+        fail(InvalidValue, func, arg, "an integer below 2**64", x)
+    return x
+
+
+def index_dtype(bound):
+    """int32 when every index is at most ``bound`` and ``bound < 2**31``, else int64.
+
+    The one rule for narrowing column indices, wire formats and generated
+    indices (halving their bytes when the dimensions allow it).
+
+    Examples
+    --------
+    >>> from spla.checks import index_dtype
+    >>> index_dtype(2**31 - 1), index_dtype(2**31)
+    (dtype('int32'), dtype('int64'))
+    """
+    return np.dtype(np.int32) if int(bound) <= 2 ** 31 - 1 else np.dtype(np.int64)
 
 
 def as_shape(func, shape):
@@ -117,5 +147,5 @@ def check_weights(func, arg, values):
         fail(InvalidValue, func, arg, "non-negative weights", f"{values[pos]} at entry {pos}")
 
 
-__all__ = ["SplaError", "fail", "describe", "as_int", "as_shape",
+__all__ = ["fail", "describe", "as_int", "as_u64", "index_dtype", "as_shape",
            "as_index_array", "value_dtype", "check_weights"]
