@@ -214,6 +214,89 @@ def check_same(comm, func, arg, values):
     raise exc
 
 
+@contextlib.contextmanager
+def abort_on_error(comm=None, *, prefix=""):
+    """End the whole MPI job when the block raises on any rank.
+
+    A failure on one rank must never leave the others waiting in a
+    collective.  Inside this block an uncaught exception is printed, with
+    the rank id, on the rank where it happened, and then:
+
+    * an error every rank raised together (a collective check, see
+      ``agree``) makes every rank exit with status 1 through ``SystemExit``
+      (the traceback is printed once, by the rank where it started);
+    * any other exception calls ``comm.Abort(1)``, which ends every rank
+      of the job at once;
+    * ``KeyboardInterrupt`` aborts with status 130.
+
+    With one rank (or no MPI) the exception propagates unchanged.  The main
+    job runs inside this block; a user script gets the same guarantee from
+    ``mpiexec -n 4 python -m mpi4py script.py`` or by wrapping its body.
+
+    Parameters
+    ----------
+    comm : MPI communicator, default COMM_WORLD
+    prefix : str
+        Printed before the error (e.g. the program's name).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> with C.abort_on_error():
+    ...     total = 1 + 1
+    >>> total
+    2
+    """
+    import sys
+    import traceback
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - the job must end, not hang
+        if isinstance(exc, SystemExit) and not exc.code:
+            raise
+        comm = as_comm(comm)
+        size, rank = comm.Get_size(), comm.Get_rank()
+        if size == 1:
+            raise
+        origin = getattr(exc, "collective_origin", None)
+        if origin is None or origin == rank:
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            head = f"{prefix}rank {rank} of {size} failed"
+            if origin is not None:
+                head += " (every rank raised this error at the same point)"
+            sys.stderr.write(f"{head}:\n{text}")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if origin is not None and not isinstance(exc, KeyboardInterrupt):
+            raise SystemExit(1) from exc
+        comm.Abort(130 if isinstance(exc, KeyboardInterrupt) else 1)
+
+
+#: dtypes that travel in spla's messages, by a small integer code
+_WIRE_DTYPES = (None, np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
+                np.dtype(np.int64))
+
+
+def dtype_code(dtype):
+    """The wire code of a value dtype (``None`` for a structural matrix is 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> C.dtype_code(None), C.dtype_code(np.float32), C.code_dtype(C.dtype_code(np.int64))
+    (0, 1, dtype('int64'))
+    """
+    if dtype is None:  # not ==: numpy compares dtype('float64') == None as True
+        return 0
+    return 1 + _WIRE_DTYPES[1:].index(np.dtype(dtype))
+
+
+def code_dtype(code):
+    """The dtype of a wire code (inverse of ``dtype_code``)."""
+    return _WIRE_DTYPES[int(code)]
+
+
 def allgather_int(comm, values):
     """Allgather a small int64 vector from every rank: array (size, len)."""
     v = np.ascontiguousarray(values, dtype=np.int64)
