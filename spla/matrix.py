@@ -379,20 +379,39 @@ class Matrix:
             vals = self._values.astype(dtype)
         return Matrix._new(self._indptr, self._indices, vals, self._shape)
 
-    def to_scipy(self):
+    def to_scipy(self, *, copy=True):
         """A ``scipy.sparse.csr_matrix`` on the host (ones for a structural matrix).
+
+        Parameters
+        ----------
+        copy : bool, default True
+            Return an ordinary scipy matrix that owns writeable copies of the
+            arrays: every scipy operation works on it, in place ones included
+            (``eliminate_zeros``, ``data *= 2``), and nothing done to it
+            reaches this matrix.  ``copy=False`` shares this matrix's
+            (read-only) host arrays instead: cheaper for large matrices, but
+            scipy's in-place operations on the result then raise
+            ``ValueError`` (read-only buffers), and a structural matrix still
+            gets a fresh array of ones.
 
         Examples
         --------
         >>> from spla import Matrix
-        >>> Matrix.from_coo([0], [1], [2.0]).to_scipy().toarray()
-        array([[0., 2.]])
+        >>> S = Matrix.from_coo([0], [1], [2.0]).to_scipy()
+        >>> S.data *= 2          # an ordinary, writeable scipy matrix
+        >>> S.toarray()
+        array([[0., 4.]])
         """
         import scipy.sparse as sp
         h = backend.to_host
+
+        def host(a):
+            out = h(a)  # a GPU array comes back as a fresh host copy already
+            return out.copy() if copy and out is a else out
         vals = (np.ones(self.nnz, np.float64) if self._values is None
-                else h(self._values))
-        return sp.csr_matrix((vals, h(self._indices), h(self._indptr)), shape=self._shape)
+                else host(self._values))
+        return sp.csr_matrix((vals, host(self._indices), host(self._indptr)),
+                             shape=self._shape, copy=False)
 
     def to_cupyx(self):
         """A ``cupyx.scipy.sparse.csr_matrix`` on the GPU."""

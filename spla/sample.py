@@ -28,12 +28,16 @@ def _as_u64(func, arg, x):
     return np.uint64(as_u64(func, arg, x))
 
 
+#: picks per row at or above this mean "all entries" (no row holds 2**62)
+K_ALL = 2 ** 62
+
+
 def _as_k(func, k, nrows, xp):
     """(k_scalar, k_array): a scalar k >= 1, or one k >= 0 per row."""
     if np.ndim(k) == 0 and not hasattr(k, "shape") or (hasattr(k, "shape") and k.shape == ()):
         if isinstance(k, (float, np.floating)) and float(k).is_integer():
             fail(InvalidValue, func, "k", "an integer >= 1 (not a float)", repr(k))
-        return as_int(func, "k", k, minimum=1), xp.zeros(0, np.int64)
+        return min(as_int(func, "k", k, minimum=1), K_ALL), xp.zeros(0, np.int64)
     _, arr = (xp, xp.asarray(k))
     if arr.ndim != 1 or arr.size != nrows:
         fail(DimensionMismatch, func, "k", f"a scalar or a 1-D array of length {nrows}",
@@ -42,7 +46,9 @@ def _as_k(func, k, nrows, xp):
         fail(DTypeError, func, "k", "integers", describe(arr))
     if arr.size and int(arr.min()) < 0:
         fail(InvalidValue, func, "k", "per-row counts >= 0", int(arr.min()))
-    return 0, arr.astype(np.int64)
+    # A count above any row's size means "every entry" (or is refused with
+    # replacement by _check_pick_budget): clip before the int64 kernels see it.
+    return 0, xp.minimum(arr, K_ALL).astype(np.int64)
 
 
 def _prefix_cache(A):
@@ -129,7 +135,9 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
         rid = xp.asarray(rid)
     replace = bool(replace)
     K = backend.kernels_for(P.device)
-    if isinstance(P, MxmExpr) and P.semiring.scales_rows and P.is_row_selection():
+    fused = isinstance(P, MxmExpr) and P.semiring.scales_rows and P.is_row_selection()
+    _check_pick_budget(func, P, fused, k_scalar, k_arr, replace, k)
+    if fused:
         ptr, pos, indices, values_of = _sample_fused(P, K, k_scalar, k_arr, rid, seed,
                                                      stream, replace)
     else:
@@ -149,6 +157,62 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
     if return_counts:
         return S, counts if counts is not None else xp.ones(S.nnz, np.int64)
     return S
+
+
+def _entries_upper_bound(P, fused):
+    """Entries of P (of the product, for a fused row selection) without forming it."""
+    if not fused:
+        return as_matrix("sample_rows", "P", P).nnz if isinstance(P, Matrix) else None
+    Q, A = P.a, P.b
+    return int((A.indptr[Q.indices + 1] - A.indptr[Q.indices]).sum()) if Q.nnz else 0
+
+
+def _memory_limit(device):
+    """Bytes this device can hold at most (physical memory, or the GPU's)."""
+    if device == "cuda":
+        import cupy
+        return int(cupy.cuda.Device().mem_info[1])
+    import os
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # no sysconf: only the index bound
+        return 2 ** 62
+
+
+#: bytes per drawn pick held at once by the kernels (position, column, value,
+#: and with replacement the draw counts); a bound, not an exact figure
+_BYTES_PER_PICK = 32
+
+
+def _check_pick_budget(func, P, fused, k_scalar, k_arr, replace, k_given):
+    """Refuse, naming ``k``, a request whose picks cannot be indexed or held.
+
+    Without replacement a row yields at most its entry count, so huge ``k``
+    (all neighbours) is fine; with replacement every non-empty row draws
+    ``k`` picks before repeats are folded, whatever its degree.
+    """
+    nrows = P.shape[0]
+    shown = "per row" if k_arr.size else k_given
+    if k_arr.size:
+        total = int(k_arr.astype(np.float64).sum())
+        if total < 2 ** 53:
+            total = int(k_arr.sum())
+    else:
+        total = k_scalar * nrows
+    if not replace:
+        bound = _entries_upper_bound(P, fused)
+        if bound is not None:
+            total = min(total, bound)
+    if total >= 2 ** 62:
+        fail(InvalidValue, func, "k", "at most 2**62 picks in total (64-bit positions)",
+             f"k = {shown} for {nrows} rows ({total} picks)")
+    limit = _memory_limit(P.device)
+    if total * _BYTES_PER_PICK > limit:
+        fail(InvalidValue, func, "k",
+             f"picks that fit in this device's memory ({limit / 2**30:.1f} GiB)",
+             f"k = {shown} for {nrows} rows: {total} picks, about "
+             f"{total * _BYTES_PER_PICK / 2**30:.1f} GiB"
+             + (" (with replacement every row draws k picks)" if replace else ""))
 
 
 def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):

@@ -368,3 +368,31 @@ def test_value_dtypes_round_trip_exactly(dtype):
     assert M.dtype == dtype
     np.testing.assert_array_equal(M.values, vals)
     np.testing.assert_array_equal(M.to_dense(), np.diag(vals)[:, ::-1])
+
+
+def test_to_scipy_is_an_ordinary_writeable_copy():
+    A = Matrix.from_coo([0, 0, 1], [0, 1, 1], [1.0, 0.0, 3.0], shape=(2, 2))
+    S = A.to_scipy()
+    S.eliminate_zeros()
+    S.sum_duplicates()
+    S.data *= 2
+    assert S.nnz == 2 and S.toarray().tolist() == [[2.0, 0.0], [0.0, 6.0]]
+    assert A.values.tolist() == [1.0, 0.0, 3.0]          # untouched
+    shared = A.to_scipy(copy=False)
+    assert np.shares_memory(shared.data, A.values)
+    with pytest.raises(ValueError):
+        shared.data *= 2                                  # documented: read-only
+
+
+def test_caller_edits_cannot_make_cached_prefix_sums_stale():
+    # Zero-weight edges must never be picked, even if the caller zeroes
+    # weights in its own array after building the matrix.
+    w = np.ones(4)
+    A = Matrix.from_csr([0, 4], [0, 1, 2, 3], w, shape=(1, 4))
+    Q = Matrix.from_coo([0], [0], shape=(1, 1))
+    spla.sample_rows(Q @ A, 1, seed=0)                   # caches A's prefix sums
+    w[:3] = 0.0                                          # the caller's own array
+    for seed in range(20):
+        S = spla.sample_rows(Q @ A, 2, seed=seed)
+        assert S.nnz == 2 and (S.values > 0).all()       # no zero-weight pick
+    assert A.values.tolist() == [1.0, 1.0, 1.0, 1.0]     # the matrix kept its weights

@@ -745,3 +745,36 @@ def test_rescaled_rows_leave_ordinary_rows_alone():
     d = sample_identical_rows(w * 2.0 ** -1030, 5, 200, MASTER_SEED + 804)
     np.testing.assert_array_equal(a.indices, c.indices)
     np.testing.assert_array_equal(a.indices, d.indices)
+
+
+# --------------------------------------------------------------------------
+# Absurd sizes: a clear error naming k, never a segfault, a wrapped indptr or
+# a silent attempt at an allocation larger than the machine.
+
+def _ones(n):
+    return Matrix.from_dense(np.ones((n, n)))
+
+
+@pytest.mark.parametrize("k", [2 ** 62, 2 ** 63, 2 ** 70])
+def test_huge_k_with_replacement_is_refused_naming_k(k):
+    with pytest.raises(spla.InvalidValue, match=r"sample_rows: argument 'k'.*64-bit"):
+        spla.sample_rows(_ones(4), k, seed=1, replace=True)
+
+
+def test_k_beyond_memory_with_replacement_is_refused_before_allocating():
+    A = _ones(4)
+    Q = Matrix.from_coo([0, 1], [2, 3], shape=(2, 4))
+    for P in (A, Q @ A):   # materialised and fused paths
+        with pytest.raises(spla.InvalidValue, match=r"argument 'k'.*memory.*with replacement"):
+            spla.sample_rows(P, 10 ** 12, seed=1, replace=True)
+
+
+@pytest.mark.parametrize("k", [2 ** 62, 2 ** 63, 2 ** 64 + 5, 10 ** 30])
+def test_huge_k_without_replacement_takes_every_entry(k):
+    A = _ones(4)
+    S = spla.sample_rows(A, k, seed=1)
+    assert S.isequal(A) and int(S.indptr.min()) >= 0
+    Q = Matrix.from_coo([0, 1], [2, 3], shape=(2, 4))
+    assert spla.sample_rows(Q @ A, k, seed=1).isequal((Q @ A).new())
+    per_row = np.array([2 ** 64 - 1, 1, 0, 2], np.uint64)
+    assert spla.sample_rows(A, per_row, seed=1).row_degrees().tolist() == [4, 1, 0, 2]
