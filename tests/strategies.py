@@ -52,8 +52,11 @@ PAIR_PLANS = tuple((PLANS[i], PLANS[j]) for i, j in
 #: hypothesis settings of every property test: numba compiles each dtype
 #: combination once, so examples are cheap after the first few.
 SETTINGS = settings(max_examples=40, deadline=None,
+                    # the only function-scoped fixture these tests take is the
+                    # immutable ``backend``: sharing it between examples is safe
                     suppress_health_check=[HealthCheck.too_slow,
-                                           HealthCheck.data_too_large])
+                                           HealthCheck.data_too_large,
+                                           HealthCheck.function_scoped_fixture])
 
 
 class Twin(NamedTuple):

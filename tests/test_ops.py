@@ -131,17 +131,19 @@ def test_mxm_semirings_match_reference(name, ab):
     assert spla.mxm(a.M, b.M, getattr(semiring, name)).new().isequal(C)
 
 
-def test_mxm_semirings_hand_computed():
-    A = Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
-    B = Matrix.from_dense(np.array([[4.0, 0.0], [5.0, 6.0]]))
-    np.testing.assert_array_equal(spla.mxm(A, B).new().to_dense(), [[14, 12], [15, 18]])
+def test_mxm_semirings_hand_computed(backend):
+    A = backend.matrix(Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]])))
+    B = backend.matrix(Matrix.from_dense(np.array([[4.0, 0.0], [5.0, 6.0]])))
+    dense = lambda C: backend.host(C.to_dense())  # noqa: E731
+    np.testing.assert_array_equal(dense(spla.mxm(A, B).new()), [[14, 12], [15, 18]])
     C = spla.mxm(A, B, "min_plus").new()
-    np.testing.assert_array_equal(C.to_dense(), [[5, 8], [8, 9]])
+    assert C.device == backend.device
+    np.testing.assert_array_equal(dense(C), [[5, 8], [8, 9]])
     C = spla.mxm(A, B, "max_times").new()
-    np.testing.assert_array_equal(C.to_dense(), [[10, 12], [15, 18]])
+    np.testing.assert_array_equal(dense(C), [[10, 12], [15, 18]])
     C = spla.mxm(A, B, "plus_pair").new()
     assert C.dtype == np.int64
-    np.testing.assert_array_equal(C.to_dense(), [[2, 1], [1, 1]])
+    np.testing.assert_array_equal(dense(C), [[2, 1], [1, 1]])
     C = spla.mxm(A, B, "any_pair").new()
     assert C.is_structural and C.nnz == 4
 
@@ -295,12 +297,13 @@ def test_extract_matches_fancy_indexing(case):
     assert t.M[key].isequal(X)
 
 
-def test_extract_repeated_unsorted_hand_computed():
-    A = Matrix.from_dense(np.arange(1.0, 13.0).reshape(3, 4))
-    X = spla.extract(A, rows=[2, 0, 2], cols=[3, 1, 1, 0])
-    np.testing.assert_array_equal(X.to_dense(), [[12, 10, 10, 9], [4, 2, 2, 1],
-                                                 [12, 10, 10, 9]])
-    np.testing.assert_array_equal(X.indices[:4], [0, 1, 2, 3])
+def test_extract_repeated_unsorted_hand_computed(backend):
+    A = backend.matrix(Matrix.from_dense(np.arange(1.0, 13.0).reshape(3, 4)))
+    X = spla.extract(A, rows=backend.asarray([2, 0, 2]), cols=backend.asarray([3, 1, 1, 0]))
+    assert X.device == backend.device
+    np.testing.assert_array_equal(backend.host(X.to_dense()),
+                                  [[12, 10, 10, 9], [4, 2, 2, 1], [12, 10, 10, 9]])
+    np.testing.assert_array_equal(backend.host(X.indices[:4]), [0, 1, 2, 3])
 
 
 def test_getitem_with_numpy_index_arrays():
@@ -312,12 +315,14 @@ def test_getitem_with_numpy_index_arrays():
 
 
 @SETTINGS
-@given(twins())
-def test_compact_columns(t):
-    C, kept = spla.compact_columns(t.M)
+@given(t=twins())
+def test_compact_columns(backend, t):
+    C, kept = spla.compact_columns(backend.matrix(t.M))
+    assert C.device == backend.device
+    C = C.to("cpu")
     assert_canonical(C)
     exp_kept = np.flatnonzero(t.mask.any(axis=0))
-    np.testing.assert_array_equal(kept, exp_kept)
+    np.testing.assert_array_equal(backend.host(kept), exp_kept)
     assert C.shape == (t.shape[0], exp_kept.size)
     assert C.dtype == t.dtype
     np.testing.assert_array_equal(pattern(C), t.mask[:, exp_kept])

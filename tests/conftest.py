@@ -1,0 +1,74 @@
+"""Shared fixtures and settings of the serial test suite.
+
+* ``backend``: every test that takes it runs once per array backend that
+  this machine has: ``numpy`` always, ``cupy`` when cupy imports and a CUDA
+  GPU answers.  Without a GPU the cupy case does not exist (rather than
+  skipping), so a CPU-only run reports no spurious skips.
+* hypothesis: one profile for the whole suite, derandomised (the same
+  examples every run, so a CI failure reproduces here) and printing the
+  reproduction blob of a failing example.  ``SPLA_HYPOTHESIS_PROFILE=explore``
+  draws fresh random examples instead (for a local hunt).
+"""
+
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+# tests/ holds helper modules (strategies, reference_samplers) imported by name.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+settings.register_profile(
+    "ci", derandomize=True, print_blob=True, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "explore", derandomize=False, print_blob=True, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("SPLA_HYPOTHESIS_PROFILE", "ci"))
+
+
+def _gpu_available():
+    try:
+        import cupy
+        from numba import cuda
+        return bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no cupy, no driver, no device: CPU only
+        return False
+
+
+BACKENDS = ["numpy"] + (["cupy"] if _gpu_available() else [])
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An array backend as tests see it."""
+
+    name: str      # 'numpy' or 'cupy'
+    device: str    # spla's device name: 'cpu' or 'cuda'
+    xp: object     # the array module
+
+    def asarray(self, a):
+        """``a`` as an array of this backend."""
+        return self.xp.asarray(a)
+
+    def matrix(self, M):
+        """A spla.Matrix moved to this backend."""
+        return M.to(self.device)
+
+    @staticmethod
+    def host(a):
+        """A numpy copy of an array of either backend."""
+        from spla.backend import to_host
+        return np.asarray(to_host(a))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Each array backend this machine has (numpy; cupy with a GPU)."""
+    if request.param == "cupy":
+        import cupy
+        return Backend("cupy", "cuda", cupy)
+    return Backend("numpy", "cpu", np)
