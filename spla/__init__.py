@@ -16,7 +16,7 @@ Examples
 array([1, 1])
 """
 
-from spla import semiring
+from spla import semiring, sugar  # noqa: F401 - sugar binds A @ B, A.T, A[r, c]
 from spla.dist import DistMatrix, distribute
 from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
                               reduce_columnwise, reduce_rowwise, select)

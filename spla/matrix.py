@@ -477,27 +477,9 @@ class Matrix:
             return True
         return self.dtype == other.dtype and bool(xp.array_equal(self._values, other._values))
 
-    # ---- operators --------------------------------------------------------
-    def __matmul__(self, other):
-        from spla.mxm import mxm
-        return mxm(self, other)
-
-    @property
-    def T(self):
-        """The transpose (a new matrix)."""
-        from spla.structure import transpose
-        return transpose(self)
-
-    def __getitem__(self, key):
-        """``A[rows, cols]`` with index arrays or ``:``; see ``spla.extract``."""
-        from spla.extract import extract
-        if not isinstance(key, tuple) or len(key) != 2:
-            raise IndexOutOfRange("Matrix.__getitem__: use A[rows, cols] with arrays or ':'")
-        r, c = key
-
-        def whole(x):  # only ':' means every row/column (arrays compare elementwise)
-            return isinstance(x, slice) and x == slice(None)
-        return extract(self, None if whole(r) else r, None if whole(c) else c)
+    # Operator syntax (``A @ B``, ``A.T``, ``A[rows, cols]``) is bound by
+    # spla.sugar, above the operator modules, so this module imports none
+    # of them (no import cycle: matrix <- mxm/structure/extract <- sugar).
 
 
 def _array(x, like=None):

@@ -1,0 +1,171 @@
+"""The package boundaries, checked on the source (no imports executed).
+
+* layers: ``kernels`` imports nothing from ``spla`` or ``sampling``; ``spla``
+  nothing from ``sampling``;
+* no import cycle inside a package, counting imports inside functions too;
+* ``sampling``, ``benchmarks``, the docs and the notebook use only spla's
+  public names: no ``spla._module``, no ``from spla.x import _name``, no
+  private attributes of spla objects (``Matrix._new``, ``._cache``, ...).
+"""
+
+import ast
+import json
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("kernels", "spla", "sampling")
+
+
+def _modules(package):
+    """{dotted module name: path} of a package's source files."""
+    out = {}
+    base = os.path.join(ROOT, package)
+    for dirpath, _, files in os.walk(base):
+        for f in files:
+            if f.endswith(".py"):
+                rel = os.path.relpath(os.path.join(dirpath, f), ROOT)[:-3].split(os.sep)
+                if rel[-1] == "__init__":
+                    rel = rel[:-1]
+                out[".".join(rel)] = os.path.join(dirpath, f)
+    return out
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+ALL = {name: path for p in PACKAGES for name, path in _modules(p).items()}
+
+
+def _imports(path, module):
+    """Every module a file imports (module level or inside functions)."""
+    tree = ast.parse(_read(path))
+    is_pkg = path.endswith("__init__.py")
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = module.split(".")
+                base = parts if is_pkg else parts[:-1]
+                base = base[:len(base) - node.level + 1]
+                src = ".".join(base + ([node.module] if node.module else []))
+            else:
+                src = node.module
+            for a in node.names:
+                sub = f"{src}.{a.name}"
+                # ``from pkg import mod`` imports the submodule, not pkg/__init__
+                found.add(sub if sub in ALL else src)
+    return found
+
+
+GRAPH = {m: {i for i in _imports(p, m) if i in ALL} for m, p in ALL.items()}
+
+
+@pytest.mark.parametrize("lower, upper", [("kernels", "spla"), ("kernels", "sampling"),
+                                          ("spla", "sampling")])
+def test_lower_layers_do_not_import_upper_ones(lower, upper):
+    bad = sorted(f"{m} imports {i}" for m, deps in GRAPH.items() if m.split(".")[0] == lower
+                 for i in deps if i.split(".")[0] == upper)
+    assert not bad, "\n".join(bad)
+
+
+def _cycle(package):
+    """One import cycle among the modules of ``package`` (a list), or None.
+
+    Edges into the package's own ``__init__`` are left out: it imports the
+    package's modules to re-export them, and a module importing the package
+    name is how Python resolves ``from spla import backend`` anyway.
+    """
+    nodes = [m for m in GRAPH if m.split(".")[0] == package]
+    edges = {m: [i for i in GRAPH[m] if i in nodes and i != package and i != m]
+             for m in nodes}
+    colour, stack = {}, []
+
+    def visit(m):
+        colour[m] = 1
+        stack.append(m)
+        for n in edges[m]:
+            if colour.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in colour:
+                found = visit(n)
+                if found:
+                    return found
+        colour[m] = 2
+        stack.pop()
+        return None
+
+    for m in nodes:
+        if m not in colour and m != package:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycles(package):
+    cycle = _cycle(package)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_cycle_finder_finds_a_planted_cycle():
+    GRAPH["spla.matrix"].add("spla.mxm")
+    try:
+        assert _cycle("spla") is not None
+    finally:
+        GRAPH["spla.matrix"].discard("spla.mxm")
+
+
+PRIVATE = [
+    (re.compile(r"\bspla\.(?!__)_\w+"), "a private spla module or name"),
+    (re.compile(r"from spla(\.\w+)* import [^\n]*\b_\w+"), "a private name imported from spla"),
+    (re.compile(r"\.(_new|_cache|_counters|_indptr|_indices|_values)\b"),
+     "a private attribute of a spla object"),
+]
+
+
+def _client_files():
+    for package in ("sampling", "benchmarks", os.path.join("docs", "examples")):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, package)):
+            for f in files:
+                if f.endswith(".py"):
+                    yield os.path.join(dirpath, f)
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "docs")):
+        for f in files:
+            if f.endswith((".rst", ".ipynb")):
+                yield os.path.join(dirpath, f)
+
+
+def _text(path):
+    text = _read(path)
+    if path.endswith(".ipynb"):
+        cells = json.loads(text)["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return text
+
+
+def test_clients_use_only_public_spla_names():
+    bad = []
+    for path in _client_files():
+        for lineno, line in enumerate(_text(path).splitlines(), 1):
+            for pattern, what in PRIVATE:
+                if pattern.search(line):
+                    bad.append(f"{os.path.relpath(path, ROOT)}:{lineno}: {what}: "
+                               f"{line.strip()}")
+    assert not bad, "\n".join(bad)
+
+
+def test_private_name_patterns_catch_what_they_should():
+    for line in ("from spla._checks import fail", "spla._backend.to_host(x)",
+                 "M = Matrix._new(p, i, v, s)", "A._cache['x']",
+                 "from spla.dist import _DTYPES"):
+        assert any(p.search(line) for p, _ in PRIVATE), line
+    for line in ("from spla.checks import fail", "spla.__version__", "self._sample(x)"):
+        assert not any(p.search(line) for p, _ in PRIVATE), line
