@@ -37,7 +37,15 @@ def require_cupy(func):
 
 
 def device_of(arr):
-    """'cpu' for numpy arrays, 'cuda' for cupy arrays."""
+    """'cpu' for numpy arrays (and anything else), 'cuda' for cupy arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.backend import device_of
+    >>> device_of(np.zeros(3))
+    'cpu'
+    """
     if isinstance(arr, np.ndarray):
         return CPU
     cp = sys.modules.get("cupy")
@@ -47,7 +55,14 @@ def device_of(arr):
 
 
 def xp_of(device):
-    """The array module (numpy or cupy) of a device."""
+    """The array module (numpy or cupy) of a device.
+
+    Examples
+    --------
+    >>> from spla.backend import xp_of
+    >>> xp_of("cpu").__name__
+    'numpy'
+    """
     if device == CPU:
         return np
     return require_cupy("spla")
@@ -83,7 +98,19 @@ def kernels_for(device):
 
 
 def to_host(arr):
-    """A numpy view/copy of a numpy or cupy array."""
+    """The array on the host: a numpy array as is, a cupy array copied.
+
+    The one host-copy helper of spla and its clients (MPI buffers, logging,
+    tests).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.backend import to_host
+    >>> a = np.arange(3)
+    >>> to_host(a) is a
+    True
+    """
     if isinstance(arr, np.ndarray):
         return arr
     return arr.get()

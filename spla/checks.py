@@ -20,12 +20,42 @@ VALUE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64),
 
 
 def fail(cls, func, arg, expected, got):
-    """Raise ``cls`` with the house message shape."""
+    """Raise ``cls`` with the house message shape.
+
+    Parameters
+    ----------
+    cls : type
+        The exception class (usually one of ``spla.exceptions``).
+    func, arg : str
+        The function and the argument at fault.
+    expected, got : object
+        What the argument must be, and what was received.
+
+    Examples
+    --------
+    >>> from spla.checks import fail
+    >>> from spla.exceptions import InvalidValue
+    >>> fail(InvalidValue, "my_sampler", "fanout", "an integer >= 1", 0)
+    Traceback (most recent call last):
+    ...
+    spla.exceptions.InvalidValue: my_sampler: argument 'fanout' must be an integer >= 1; got 0
+    """
     raise cls(f"{func}: argument {arg!r} must be {expected}; got {got}")
 
 
 def describe(x):
-    """Short description of a received value for error messages."""
+    """Short description of a received value for error messages.
+
+    Arrays are described by shape and dtype (never printed whole); other
+    values by a ``repr`` cut to 80 characters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.checks import describe
+    >>> describe(np.zeros((2, 3), np.float32))
+    'array of shape (2, 3) and dtype float32'
+    """
     if hasattr(x, "dtype") and hasattr(x, "shape"):
         return f"array of shape {tuple(x.shape)} and dtype {x.dtype}"
     r = repr(x)
@@ -33,7 +63,19 @@ def describe(x):
 
 
 def as_int(func, arg, x, *, minimum=None):
-    """A Python int from an integral scalar (bools and floats refused)."""
+    """A Python int from an integral scalar (bools and floats refused).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.checks import as_int
+    >>> as_int("f", "k", np.int32(3), minimum=1)
+    3
+    >>> as_int("f", "k", 2.0)
+    Traceback (most recent call last):
+    ...
+    spla.exceptions.InvalidValue: f: argument 'k' must be an integer; got 2.0
+    """
     if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
         try:
             if isinstance(x, bool) or isinstance(x, float):
@@ -97,6 +139,16 @@ def as_index_array(func, arg, x, bound=None, *, allow_empty=True):
 
     Accepts numpy/cupy arrays and sequences of integers; refuses floats and
     bools (a float array of ids is almost always a bug upstream).
+
+    Examples
+    --------
+    >>> from spla.checks import as_index_array
+    >>> as_index_array("f", "rows", [3, 1], bound=4)
+    array([3, 1])
+    >>> as_index_array("f", "rows", [0.5])
+    Traceback (most recent call last):
+    ...
+    spla.exceptions.DTypeError: f: argument 'rows' must be an integer array; got array of shape (1,) and dtype float64
     """
     xp, a = xp_array(x)
     if a.ndim != 1:
@@ -131,7 +183,18 @@ def value_dtype(func, arg, dtype):
 
 
 def check_weights(func, arg, values):
-    """Weights must be finite and non-negative (probabilities up to scale)."""
+    """Weights must be finite and non-negative (probabilities up to scale).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.checks import check_weights
+    >>> check_weights("f", "w", np.array([0.5, 0.0]))        # fine: returns None
+    >>> check_weights("f", "w", np.array([1.0, -2.0]))
+    Traceback (most recent call last):
+    ...
+    spla.exceptions.InvalidValue: f: argument 'w' must be non-negative weights; got -2.0 at entry 1
+    """
     if values is None or values.size == 0:
         return
     xp = np if isinstance(values, np.ndarray) else xp_array(values)[0]

@@ -12,7 +12,15 @@ def xp_of_array(a):
 
 
 def row_ids(indptr):
-    """The row of every entry of a CSR matrix (int64, length nnz)."""
+    """The row of every entry of a CSR matrix (int64, length nnz).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.util import row_ids
+    >>> row_ids(np.array([0, 2, 2, 3]))
+    array([0, 0, 2])
+    """
     xp = xp_of_array(indptr)
     nnz = int(indptr[-1])
     n = indptr.size - 1
@@ -22,7 +30,15 @@ def row_ids(indptr):
 
 
 def indptr_from_counts(counts):
-    """Exclusive scan of per-row counts into an int64 indptr."""
+    """Exclusive scan of per-row counts into an int64 indptr.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.util import indptr_from_counts
+    >>> indptr_from_counts(np.array([2, 0, 1]))
+    array([0, 2, 2, 3])
+    """
     xp = xp_of_array(counts)
     ptr = xp.zeros(counts.size + 1, np.int64)
     xp.cumsum(counts, out=ptr[1:])
