@@ -1,0 +1,139 @@
+#!/usr/bin/env python
+"""Before/after: the same sampling workload on two git revisions, in one run.
+
+    python benchmarks/bench_revisions.py --old REV [--new REV|WORKTREE] [--scale 20]
+                                         [--threads 2] [--bulks 1,16,64] [--repeats 5]
+                                         [--out benchmarks/results/revisions_cpu.md]
+
+Each revision is checked out into a temporary git worktree (``--new`` defaults
+to this working tree as it is) and measured in its own fresh process, the
+two alternating repeat by repeat so that a change in machine load hits both.
+Workload: the seeded R-MAT graph ``spla.generators.rmat(scale, 16, seed=0)``
+(symmetric), bulks of ``k`` minibatches of 1,024 distinct random seeds (the
+same seeds for both), fused GraphSAGE ``[15, 10, 5]`` and LADIES ``[512,
+512]``.  Reported: the median seconds per minibatch of each revision and the
+ratio old/new (> 1: the new revision is faster).
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+CHILD = r"""
+import json, os, sys, time
+import numpy as np
+import spla, sampling
+from spla.generators import rmat
+scale, k, which = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+A = rmat(scale, 16, seed=0)
+n = A.nrows
+rng = np.random.default_rng(12345)
+batches = [rng.choice(n, 1024, replace=False) for _ in range(k)]
+sampler = (sampling.GraphSAGE(A, [15, 10, 5]) if which == "graphsage"
+           else sampling.LADIES(A, [512, 512]))
+sampler.sample(batches, seed=1, epoch=0)            # compile / warm the caches
+times = []
+for r in range(int(sys.argv[4])):
+    t0 = time.perf_counter()
+    sampler.sample(batches, seed=1, epoch=r + 1)
+    times.append((time.perf_counter() - t0) / k)
+print(json.dumps(times))
+"""
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--old", required=True, help="the earlier git revision")
+    p.add_argument("--new", default=None,
+                   help="a later revision, or a directory (default: this working tree)")
+    p.add_argument("--scale", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--bulks", default="1,16,64")
+    p.add_argument("--samplers", default="graphsage,ladies")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="timed calls per process (the median is reported)")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="processes per revision and workload, alternating old/new")
+    p.add_argument("--out", default=None, help="append a markdown table to this file")
+    return p.parse_args(argv)
+
+
+def checkout(rev, tmp):
+    path = os.path.join(tmp, rev.replace("/", "_"))
+    subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", path, rev],
+                   check=True)
+    return path
+
+
+def measure(path, scale, k, which, repeats, threads):
+    env = dict(os.environ, PYTHONPATH=path, NUMBA_NUM_THREADS=str(threads),
+               OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([sys.executable, "-c", CHILD, str(scale), str(k), which,
+                          str(repeats)], cwd=path, env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    bulks = [int(b) for b in args.bulks.split(",")]
+    samplers = args.samplers.split(",")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {"old": checkout(args.old, tmp)}
+        if args.new is None:
+            paths["new"] = ROOT
+        elif os.path.isdir(args.new):
+            paths["new"] = os.path.abspath(args.new)
+        else:
+            paths["new"] = checkout(args.new, tmp)
+        try:
+            for which in samplers:
+                for k in bulks:
+                    got = {"old": [], "new": []}
+                    for _ in range(args.rounds):
+                        for side in ("old", "new"):
+                            got[side] += measure(paths[side], args.scale, k, which,
+                                                 args.repeats, args.threads)
+                    old = statistics.median(got["old"])
+                    new = statistics.median(got["new"])
+                    rows.append((which, k, old, new))
+                    print(f"{which:9s} k={k:3d}  old {old * 1e3:8.2f} ms/minibatch  "
+                          f"new {new * 1e3:8.2f} ms/minibatch  old/new {old / new:5.2f}",
+                          flush=True)
+        finally:
+            for side, path in paths.items():
+                if path != ROOT and path.startswith(tmp):
+                    subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", path],
+                                   check=False)
+    if args.out:
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        cmd = "python benchmarks/" + os.path.basename(__file__) + " " + " ".join(
+            sys.argv[1:] if argv is None else argv)
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write(f"\n## {stamp}: {args.old} vs {args.new or 'working tree'}\n\n")
+            f.write(f"- machine: {platform.processor() or platform.machine()}, "
+                    f"{os.cpu_count()} cpus, {platform.platform()}\n")
+            f.write(f"- command: `{cmd}`\n")
+            f.write(f"- workload: R-MAT scale {args.scale} (edge factor 16, seed 0), "
+                    f"1,024 seeds per minibatch, {args.threads} threads, median of "
+                    f"{args.rounds} x {args.repeats} timed bulks per side\n\n")
+            f.write("| sampler | k | old ms/minibatch | new ms/minibatch | old/new |\n")
+            f.write("|---|---|---|---|---|\n")
+            for which, k, old, new in rows:
+                f.write(f"| {which} | {k} | {old * 1e3:.2f} | {new * 1e3:.2f} | "
+                        f"{old / new:.2f} |\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
