@@ -93,6 +93,8 @@ def check_labels(func, arg, labels, n=None, num_classes=None):
 def check_split_labels(func, labels, splits):
     """Every vertex of a split must have a known label (training and evaluation use it).
 
+    ``splits`` maps the argument name of each split to its vertex ids.
+
     Examples
     --------
     >>> import numpy as np
@@ -105,7 +107,7 @@ def check_split_labels(func, labels, splits):
         unknown = labels[ids] < 0
         if bool(unknown.any()):
             v = int(ids[np.flatnonzero(unknown)[0]])
-            fail(InvalidValue, func, f"splits[{name!r}]",
+            fail(InvalidValue, func, name,
                  "vertices with known labels (>= 0)", f"vertex {v} with label {int(labels[v])}")
 
 
