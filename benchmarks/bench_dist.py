@@ -41,12 +41,12 @@ What a run does
    ``--c``, then replicated) and strategy inside ``spla.comm.counting()``;
    every rank's counter (bytes SENT by that rank, per operation name) is
    gathered.
-3. ``spla.dist._fetch`` (behind ``fetch_rows`` and ``rows_view``) is wrapped
+3. ``DistMatrix.rows_view`` (the samplers' row fetch, public) is wrapped
    (monkeypatched from here, spla is not changed) to impose the strategy
    under test, time each call and record the distinct row ids each rank
    asked for; ``spla.comm.alltoallv`` / ``allgatherv`` are wrapped to time
    the MPI exchanges per operation name.  Phases per rank: sampling total,
-   fetch (whole ``_fetch``), of which MPI exchanges, and local compute
+   fetch (whole ``rows_view``), of which MPI exchanges, and local compute
    (total - fetch).
 4. Rank 0 computes both MODELS (``model_direct``, ``model_pooled``) from the
    gathered row ids and the graph's row degrees, per rank and per
@@ -79,7 +79,8 @@ STRATEGIES = ("direct", "pooled")
 def wire_format(nrows, ncols):
     """Bytes per row id, row length and column index on the wire.
 
-    The rule of ``spla.dist._wire_int``: row ids are int32 when ``nrows <
+    The rule of ``spla.checks.index_dtype`` on the wire (``DistMatrix.fetch_rows``,
+    Notes): row ids are int32 when ``nrows <
     2**31``, row lengths and column indices int32 when ``ncols < 2**31``
     (int64 otherwise); values travel in their dtype.
     """
@@ -215,10 +216,13 @@ def _allgather_csr(comm, M):
     comm.Allgatherv(lens, [all_lens, (rc, np.concatenate([[0], np.cumsum(rc)[:-1]])),
                            MPI.INT64_T])
     all_idx = np.empty(int(ec.sum()), idx.dtype)
-    mt = MPI._typedict[idx.dtype.char]
+    from mpi4py.util.dtlib import from_numpy_dtype
+    mt = from_numpy_dtype(idx.dtype)
     comm.Allgatherv(idx, [all_idx, (ec, np.concatenate([[0], np.cumsum(ec)[:-1]])), mt])
     assert M.values is None
-    return Matrix._new(indptr_from_counts(all_lens), all_idx, None, (int(rc.sum()), M.ncols))
+    # Stacked pieces of valid matrices: trusted arrays, owned by the result.
+    return Matrix.from_csr(indptr_from_counts(all_lens), all_idx, None, (int(rc.sum()), M.ncols),
+                           check=False, copy=False)
 
 
 def _peak_rss_mb():
@@ -248,7 +252,7 @@ def run(args):
 
     import spla
     import spla.comm as C
-    import spla.dist as Dmod
+    from spla.dist import DistMatrix
     from spla.generators import rmat
     from spla.layout import chunk
     from sampling import GraphSAGE, LADIES
@@ -272,17 +276,18 @@ def run(args):
     calls = []       # per fetch call on this rank: (tag, seconds, distinct ids)
     mpi_time = {}    # op name -> seconds inside the MPI exchange wrappers
     state = {"tag": None, "strategy": "direct"}
-    orig_fetch = Dmod._fetch
+    orig_view = DistMatrix.rows_view
     orig_a2a, orig_agv = C.alltoallv, C.allgatherv
 
-    # Every fetch (fetch_rows, rows_view) goes through spla.dist._fetch: the
-    # wrapper times it, records the ids asked for, and imposes the strategy
-    # under test (the samplers call rows_view with the default).
-    def fetch_wrapper(D, rows, strategy, func):
+    # The samplers fetch rows through DistMatrix.rows_view (with the default
+    # strategy): the wrapper times it, records the ids asked for, and imposes
+    # the strategy under test.  A replicated matrix fetches nothing there.
+    def view_wrapper(D, rows, strategy="direct"):
         t = time.perf_counter()
-        out = orig_fetch(D, rows, state["strategy"], func)
+        out = orig_view(D, rows, state["strategy"])
         dt = time.perf_counter() - t
-        calls.append((state["tag"], dt, np.unique(np.asarray(rows, np.int64)), id(D)))
+        if not D.layout.replicated:
+            calls.append((state["tag"], dt, np.unique(np.asarray(rows, np.int64)), id(D)))
         return out
 
     def timed(fn):
@@ -294,7 +299,7 @@ def run(args):
             return out
         return w
 
-    Dmod._fetch = fetch_wrapper
+    DistMatrix.rows_view = view_wrapper
     C.alltoallv = timed(orig_a2a)
     C.allgatherv = timed(orig_agv)
 
@@ -602,7 +607,7 @@ def report(paths, out_md, out_png, baseline_paths=None):
       f"run samples the bulk once per strategy on the same matrix (`--strategy "
       f"direct,pooled`); the requests, and so the minibatches, are the same for both.")
     W("")
-    W(f"Wire format (both strategies, `spla.dist._wire_int`): row ids {wire['id']} B, row "
+    W(f"Wire format (both strategies, `spla.checks.index_dtype`): row ids {wire['id']} B, row "
       f"lengths {wire['len']} B, column indices {wire['index']} B, values in their dtype "
       f"(0 B for GraphSAGE's structural A, 4 B for LADIES's float32 Â).")
     W("")
@@ -726,7 +731,7 @@ def report(paths, out_md, out_png, baseline_paths=None):
     W("## Wall time per phase (indicative only: oversubscribed, shared machine)")
     W("")
     W("Seconds per rank for the whole `sample()` call: max and mean over ranks; "
-      "fetch = inside `spla.dist._fetch` (wrapped), of which MPI = inside the "
+      "fetch = inside `DistMatrix.rows_view` (wrapped), of which MPI = inside the "
       "`spla.comm` exchanges (waiting for slower ranks included); compute = total - "
       "fetch (the local sampling, extraction and relabelling).")
     W("")

@@ -111,9 +111,6 @@ import sampling.base  # noqa: E402
 import sampling.graphsage  # noqa: E402
 import sampling.layerwise  # noqa: E402
 from sampling import FastGCN, GraphSAGE, LADIES  # noqa: E402
-from sampling.base import stream_of  # noqa: E402
-from sampling.graphsage import selection  # noqa: E402
-from spla import compact_columns_blockwise, mxm, sample_rows, semiring  # noqa: E402
 
 import peers  # noqa: E402
 
@@ -122,42 +119,9 @@ if TORCH is not None:
     TORCH.set_num_threads(ARGS.threads)
 
 
-# ---------------------------------------------------------------------------
-# The ablation: GraphSAGE that materialises P = Q @ A before sampling.
-
-
-class MaterialisedGraphSAGE(GraphSAGE):
-    """GraphSAGE with ``P = (Q @ A).new()``: the method's literal reading.
-
-    Identical to ``GraphSAGE._sample_stacked`` but for the ``.new()``; the
-    picks are the same (spla's fused and materialised paths agree), only the
-    work differs.
-    """
-
-    def _sample_stacked(self, B, seed, epoch):
-        A, n, xp = self.A, self.A.nrows, self.A.xp
-        frontier, ptr = B.nodes, B.ptr
-        ids = xp.asarray(np.asarray(B.ids, np.int64))
-        layers = []
-        for hop, fanout in enumerate(self.config.fanouts):
-            group = xp.repeat(ids, xp.diff(ptr))
-            # The one change: .new().  Same product as GraphSAGE forms (a
-            # structural any_pair product when uniform), so the picks AND the
-            # block values agree with the fused sampler's.
-            if self.config.weighted:
-                P = (selection(frontier, n) @ A).new()
-            else:
-                P = mxm(selection(frontier, n), A.structure(), semiring.any_pair).new()
-            S = sample_rows(P, fanout, seed=seed, stream=stream_of(epoch, hop),
-                            row_ids=group * n + frontier, replace=self.config.replace,
-                            return_counts=self.config.replace)
-            if self.config.replace:
-                S, counts = S
-                S = S.with_values(counts.astype(np.float32))
-            adj, src, src_ptr = compact_columns_blockwise(S, ptr, first=frontier, first_ptr=ptr)
-            layers.append((adj, frontier, ptr, src, src_ptr))
-            frontier, ptr = src, src_ptr
-        return layers
+# The ablation, GraphSAGE materialising P = Q @ A before sampling, is the
+# sampler's own ``materialize=True`` option: the same code path, picks and
+# block values as the fused sampler, only ``.new()`` added.
 
 
 # ---------------------------------------------------------------------------
@@ -193,7 +157,7 @@ def make_sampler(name, A, W=None):
     if name == "GraphSAGE fused":
         return GraphSAGE(A, FANOUTS)
     if name == "GraphSAGE materialised":
-        return MaterialisedGraphSAGE(A, FANOUTS)
+        return GraphSAGE(A, FANOUTS, materialize=True)
     if name == "GraphSAGE weighted":
         return GraphSAGE(A.with_values(W if W is not None else weights_for(A)), FANOUTS,
                          weighted=True)
@@ -603,7 +567,7 @@ def bench_graph(label, A, args, log, with_rss):
     # Ablation check: fused and materialised give the same minibatches.
     bs = minibatches(n, 2, 99)
     same = (make_sampler("GraphSAGE fused", A).sample(bs, seed=SAMPLE_SEED, epoch=7)
-            == MaterialisedGraphSAGE(A, FANOUTS).sample(bs, seed=SAMPLE_SEED, epoch=7))
+            == make_sampler("GraphSAGE materialised", A).sample(bs, seed=SAMPLE_SEED, epoch=7))
     # --- peers
     peer_note = None
     k = PEER_BULK

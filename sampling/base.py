@@ -18,7 +18,8 @@ from typing import Tuple
 import numpy as np
 
 from spla import backend
-from spla.checks import as_int, describe, fail
+from spla import comm as C
+from spla.checks import as_int, as_u64, describe, fail
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
                              InvalidValue)
 from spla.matrix import Matrix
@@ -33,8 +34,23 @@ def stream_of(epoch, layer):
     return (int(epoch) << _LAYER_BITS) | int(layer)
 
 
+#: Largest per-layer size (fanout, layer size): the kernels count picks in int64,
+#: and a frontier times a size must stay representable there.
+MAX_LAYER_SIZE = 2 ** 31 - 1
+
+#: Bytes the sampling kernels hold per drawn pick (position and column index),
+#: for the allocation bound of sampling with replacement.
+BYTES_PER_DRAW = 16
+
+
 def layer_sizes_tuple(func, arg, sizes):
-    """Validate a list of per-layer sizes (>= 1 each, at least one layer)."""
+    """Validate a list of per-layer sizes (each in ``[1, MAX_LAYER_SIZE]``, at least one layer).
+
+    Examples
+    --------
+    >>> layer_sizes_tuple("GraphSAGE", "fanouts", [10, 5])
+    (10, 5)
+    """
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
         fail(InvalidValue, func, arg, "a non-empty list of positive integers", describe(sizes))
     sizes = tuple(sizes)
@@ -42,7 +58,37 @@ def layer_sizes_tuple(func, arg, sizes):
         fail(InvalidValue, func, arg, "a non-empty list of positive integers", "an empty list")
     if len(sizes) >= (1 << _LAYER_BITS):
         fail(InvalidValue, func, arg, f"fewer than {1 << _LAYER_BITS} layers", len(sizes))
-    return tuple(as_int(func, f"{arg}[{i}]", s, minimum=1) for i, s in enumerate(sizes))
+    out = tuple(as_int(func, f"{arg}[{i}]", s, minimum=1) for i, s in enumerate(sizes))
+    for i, s in enumerate(out):
+        if s > MAX_LAYER_SIZE:
+            fail(InvalidValue, func, f"{arg}[{i}]", f"an integer in [1, {MAX_LAYER_SIZE}]", s)
+    return out
+
+
+def memory_limit():
+    """Bytes of physical memory of this machine (None where the OS does not say).
+
+    The bound that argument checks compare an allocation with: a request
+    larger than the machine can only fail later, slowly (swapping or an
+    out-of-memory kill), so it is refused up front with an error naming the
+    argument.
+    """
+    try:
+        import os
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not Linux
+        return None
+
+
+def graph_comm(A):
+    """The communicator of a distributed graph (``DistMatrix.comm``), None for a local one.
+
+    The checks of a sampler built on a DistMatrix run collectively over it,
+    so a bad argument on one rank raises on every rank instead of hanging
+    the others.
+    """
+    from spla.dist import DistMatrix
+    return A.comm if isinstance(A, DistMatrix) else None
 
 
 @dataclass(frozen=True)
@@ -224,38 +270,53 @@ class Sampler(abc.ABC):
         list of MiniBatch
         """
         func = f"{type(self).__name__}.sample"
-        as_int(func, "seed", seed, minimum=0)
-        epoch = as_int(func, "epoch", epoch, minimum=0)
-        if epoch >= 2 ** (64 - _LAYER_BITS):
-            fail(InvalidValue, func, "epoch", f"an integer below 2**{64 - _LAYER_BITS}", epoch)
-        if self.D is None:
-            B = stack_batches(func, batches, self.num_nodes, self.A.xp, batch_ids)
-            return assemble(self._sample_stacked(B, seed, epoch), B.ids)
-        return self._sample_distributed(func, batches, seed, epoch, batch_ids)
-
-    def _sample_distributed(self, func, batches, seed, epoch, batch_ids):
-        """Every rank validates the whole bulk, then samples the minibatches it owns."""
-        from spla import comm as C
         D = self.D
-        err, B = None, None
-        try:
-            B = stack_batches(func, batches, self.num_nodes, np, batch_ids)
-        except Exception as e:  # noqa: BLE001 - raised on every rank by agree
-            err = e
-        C.agree(D.comm, err)
-        mine = owned_batches(B.k, D.layout, D.comm.Get_rank(), self._by_process_row)
-        ptr = backend.to_host(B.ptr)
-        if mine:
-            nodes = B.nodes[ptr[mine[0]]:ptr[mine[-1] + 1]]
-            sub = Batches(nodes, ptr[mine[0]:mine[-1] + 2] - ptr[mine[0]],
-                          tuple(B.ids[i] for i in mine))
-        else:
-            sub = Batches(np.zeros(0, np.int64), np.zeros(1, np.int64), ())
-        return assemble(self._sample_stacked(sub, seed, epoch), sub.ids)
+        comm = None if D is None else D.comm
+        # Every check runs inside one collective block: a bad seed, epoch or
+        # minibatch on one rank raises on every rank instead of leaving the
+        # others waiting in the first row fetch.
+        with C.collective_checks(comm):
+            seed = as_u64(func, "seed", seed)
+            epoch = as_int(func, "epoch", epoch, minimum=0)
+            if epoch >= 2 ** (64 - _LAYER_BITS):
+                fail(InvalidValue, func, "epoch", f"an integer below 2**{64 - _LAYER_BITS}",
+                     epoch)
+            xp = np if D is not None else self.A.xp
+            B = stack_batches(func, batches, self.num_nodes, xp, batch_ids)
+            k = B.k
+            if D is not None:
+                B = _own_share(B, owned_batches(B.k, D.layout, comm.Get_rank(),
+                                                self._by_process_row))
+            self.check_bulk(func, B)
+        if comm is not None:
+            # The number of minibatches steers which ones each rank samples
+            # and how many steps a bulk trains; seed and epoch select the
+            # draws: all must be the same on every rank.
+            C.check_same(comm, func, "(len(batches), epoch, seed >> 32, seed % 2**32)",
+                         [k, epoch, seed >> 32, seed & 0xFFFFFFFF])
+        return assemble(self._sample_stacked(B, seed, epoch), B.ids)
+
+    def check_bulk(self, func, B):
+        """Refuse a bulk whose sampling cannot be allocated (override in samplers).
+
+        Called inside the collective checks of ``sample`` with the stacked
+        minibatches this rank samples; raise through ``spla.checks.fail``
+        naming the argument at fault.  The default accepts every bulk.
+        """
 
     @abc.abstractmethod
     def _sample_stacked(self, B, seed, epoch):
         """Per layer (output layer first): (adj, dst, dst_ptr, src, src_ptr)."""
+
+
+def _own_share(B, mine):
+    """The minibatches at positions ``mine`` (consecutive) of the stacked bulk ``B``."""
+    if not mine:
+        return Batches(np.zeros(0, np.int64), np.zeros(1, np.int64), ())
+    ptr = backend.to_host(B.ptr)
+    nodes = B.nodes[ptr[mine[0]]:ptr[mine[-1] + 1]]
+    return Batches(nodes, ptr[mine[0]:mine[-1] + 2] - ptr[mine[0]],
+                   tuple(B.ids[i] for i in mine))
 
 
 def assemble(layers, ids):

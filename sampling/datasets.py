@@ -7,58 +7,21 @@ carry signal, so accuracy means something at any size.
 """
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
 from spla.checks import fail
-from spla.exceptions import InvalidValue
+from spla.exceptions import DTypeError, InvalidValue
 from spla.matrix import Matrix
 
-_DATA = os.path.join(os.path.dirname(__file__), "data")
-EMBEDDED = ("cora", "citeseer")
+from sampling.dataset import Dataset
+from sampling.synthetic import rmat_dataset
 
-
-@dataclass(frozen=True)
-class Dataset:
-    """A node-classification dataset.
-
-    Attributes
-    ----------
-    name : str
-    A : spla.Matrix
-        Structural symmetric adjacency.
-    x : spla.Matrix
-        Node features (n x f, float32, sparse).
-    y : int64 array
-        Labels; -1 where unknown.
-    train_idx, val_idx, test_idx : int64 arrays
-    """
-
-    name: str
-    A: Matrix
-    x: Matrix
-    y: np.ndarray
-    train_idx: np.ndarray
-    val_idx: np.ndarray
-    test_idx: np.ndarray
-
-    @property
-    def num_nodes(self):
-        return self.A.nrows
-
-    @property
-    def num_classes(self):
-        return int(self.y.max()) + 1
-
-    @property
-    def num_features(self):
-        return self.x.ncols
-
-    def __repr__(self):
-        return (f"<Dataset {self.name}: {self.num_nodes} nodes, {self.A.nnz} edges, "
-                f"{self.num_features} features, {self.num_classes} classes, "
-                f"{self.train_idx.size}/{self.val_idx.size}/{self.test_idx.size} split>")
+DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
+#: The embedded Planetoid graphs and their number of classes.
+EMBEDDED = {"cora": 7, "citeseer": 6}
+_NPZ_KEYS = ("indptr", "indices", "x_indptr", "x_indices", "x_data", "y", "train_idx",
+             "val_idx", "test_idx")
 
 
 def load(name):
@@ -74,9 +37,9 @@ def load(name):
         fail(InvalidValue, "load", "name", "'cora', 'citeseer' or 'rmat:SCALE'", repr(name))
     key = name.lower()
     if key in EMBEDDED:
-        return _load_npz(key, os.path.join(_DATA, f"{key}.npz"))
+        return load_npz(os.path.join(DATA_DIR, f"{key}.npz"), name=key,
+                        num_classes=EMBEDDED[key])
     if key.startswith("rmat:"):
-        from sampling.synthetic import rmat_dataset
         try:
             scale = int(key.split(":", 1)[1])
         except ValueError:
@@ -85,11 +48,62 @@ def load(name):
     fail(InvalidValue, "load", "name", "'cora', 'citeseer' or 'rmat:SCALE'", repr(name))
 
 
-def _load_npz(name, path):
+def load_npz(path, *, name=None, num_classes=None):
+    """Load a dataset from a pickle-free ``.npz`` file (the embedded graphs' format).
+
+    Parameters
+    ----------
+    path : str
+        A file with the arrays ``indptr``, ``indices`` (CSR adjacency),
+        ``x_indptr``, ``x_indices``, ``x_data`` (CSR features), ``y``
+        (integer labels, -1 for unknown), ``train_idx``, ``val_idx``,
+        ``test_idx``, and optionally ``num_classes`` (a scalar).
+    name : str, optional
+        Default: the file name without its extension.
+    num_classes : int, optional
+        Overrides the file's ``num_classes``; labels must be below it.
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    InvalidValue
+        A missing array, NaN or infinite features, labels out of range.
+    DTypeError
+        Non-integer labels (float labels are refused, not truncated).
+    InvalidCSR
+        Inconsistent CSR arrays.
+
+    Examples
+    --------
+    >>> import os
+    >>> from sampling.datasets import load_npz, DATA_DIR
+    >>> load_npz(os.path.join(DATA_DIR, "cora.npz")).num_classes
+    7
+    """
+    func = "load_npz"
+    name = name or os.path.splitext(os.path.basename(str(path)))[0]
     with np.load(path, allow_pickle=False) as d:
-        n = d["indptr"].size - 1
-        A = Matrix.from_csr(d["indptr"], d["indices"], None, (n, n))
-        x = Matrix.from_csr(d["x_indptr"], d["x_indices"], d["x_data"],
-                            (n, int(d["x_indices"].max()) + 1))
-        return Dataset(name, A, x, d["y"].copy(), d["train_idx"].copy(),
-                       d["val_idx"].copy(), d["test_idx"].copy())
+        missing = [k for k in _NPZ_KEYS if k not in d.files]
+        if missing:
+            fail(InvalidValue, func, "path", f"an .npz file with the arrays {', '.join(_NPZ_KEYS)}",
+                 f"{path} without {', '.join(missing)}")
+        arrays = {k: d[k] for k in d.files}
+    if num_classes is None and "num_classes" in arrays:
+        num_classes = arrays["num_classes"]
+        if num_classes.shape != () or num_classes.dtype.kind not in "iu":
+            fail(DTypeError, func, "path", "an integer scalar 'num_classes' in the file",
+                 f"{num_classes.dtype} of shape {num_classes.shape}")
+        num_classes = int(num_classes)
+    n = arrays["indptr"].size - 1
+    A = Matrix.from_csr(arrays["indptr"], arrays["indices"], None, (n, n))
+    xi = arrays["x_indices"]
+    x = Matrix.from_csr(arrays["x_indptr"], xi, arrays["x_data"],
+                        (n, int(xi.max()) + 1 if xi.size else 0))
+    return Dataset(name, A, x, arrays["y"], arrays["train_idx"], arrays["val_idx"],
+                   arrays["test_idx"], classes=num_classes)
+
+
+__all__ = ["Dataset", "EMBEDDED", "load", "load_npz"]

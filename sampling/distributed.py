@@ -8,7 +8,7 @@ the minibatches that rank sampled (``MiniBatch.index`` is the position in
 import numpy as np
 
 from spla import comm as C
-from spla.dist import _DTYPES, _dtype_code
+from spla.checks import index_dtype
 from spla.matrix import Matrix
 
 from sampling.minibatch import Block, MiniBatch
@@ -42,7 +42,7 @@ def gather_minibatches(minibatches, comm=None):
         meta += [mb.index, len(mb.blocks)]
         for b in mb.blocks:
             adj = b.adj.to("cpu")
-            meta += [b.num_dst, b.num_src, adj.nnz, _dtype_code(adj.dtype)]
+            meta += [b.num_dst, b.num_src, adj.nnz, C.dtype_code(adj.dtype)]
             ints += [np.asarray(b.dst_nodes, np.int64), np.asarray(b.src_nodes, np.int64),
                      np.asarray(adj.indptr, np.int64), np.asarray(adj.indices, np.int64)]
             if adj.values is not None:
@@ -66,11 +66,12 @@ def gather_minibatches(minibatches, comm=None):
             idx = ints_all[ii + nd + ns + nd + 1:ii + nd + ns + nd + 1 + nnz]
             ii += nd + ns + nd + 1 + nnz
             v = None
-            if _DTYPES[dc] is not None:
-                v = vals_all[vi:vi + nnz].astype(_DTYPES[dc])
+            if C.code_dtype(dc) is not None:
+                v = vals_all[vi:vi + nnz].astype(C.code_dtype(dc))
                 vi += nnz
-            from spla.matrix import _narrow_indices
-            adj = Matrix._new(ptr.copy(), _narrow_indices(idx, ns), v, (nd, ns))
+            # The arrays are copies of what valid matrices sent: trusted, owned here.
+            adj = Matrix.from_csr(ptr.copy(), idx.astype(index_dtype(ns)), v, (nd, ns),
+                                  check=False, copy=False)
             blocks.append(Block(adj, dst.copy(), src.copy()))
         out.append(MiniBatch(blocks, index=index))
     out.sort(key=lambda mb: mb.index)

@@ -20,11 +20,14 @@ Labels and split masks are small and are kept replicated on every rank.
 
 import numpy as np
 
+from spla import backend
 from spla import comm as C
 from spla.checks import as_index_array, as_int, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
 from spla.layout import chunk, owner_of
 from spla.matrix import Matrix
+
+from sampling.validation import check_finite, check_labels
 
 _MODES = ("replicated", "partitioned")
 
@@ -72,8 +75,8 @@ def _dense_rows(func, features, start, stop):
         if blk.values is None:
             blk = blk.astype(np.float32)
         return np.ascontiguousarray(blk.to_scipy().toarray(), dtype=np.float32)
-    if hasattr(features, "get") and not isinstance(features, np.ndarray):  # cupy
-        features = features.get()
+    if backend.device_of(features) == "cuda":
+        features = backend.to_host(features)
     if not isinstance(features, np.ndarray):
         try:
             import scipy.sparse as sp
@@ -91,6 +94,12 @@ def _dense_rows(func, features, start, stop):
     return np.ascontiguousarray(features[start:stop], dtype=np.float32)
 
 
+def _finite_rows(func, block):
+    """The block, refused if any value is NaN or infinite (checked in float32)."""
+    check_finite(func, "features", block)
+    return block
+
+
 class FeatureStore:
     """Node features (n x f, float32), replicated or partitioned in 1.5D.
 
@@ -101,7 +110,8 @@ class FeatureStore:
         block when partitioned, densified).  Use ``FeatureStore.from_local``
         when each rank only has its own block.
     labels : 1-D int array of length n, optional
-        Kept replicated (``store.labels``).
+        Kept replicated (``store.labels``): integer class ids ``>= 0``, or -1
+        for an unknown label (float or smaller labels are refused).
     splits : dict of name -> 1-D int array, optional
         Vertex ids of each split (``'train'``, ``'val'``, ``'test'``), kept
         replicated (``store.splits``, ``store.mask(name)``).
@@ -112,6 +122,21 @@ class FeatureStore:
     replication : int, default 1
         ``c``, the ranks per process row (must divide p).  Only for
         ``mode='partitioned'``.
+    num_classes : int, optional
+        When given, every known label must be below it.
+
+    Raises
+    ------
+    InvalidValue
+        NaN or infinite features, labels below -1 or not below
+        ``num_classes``, a bad ``mode``.
+    DTypeError
+        Non-numeric features, non-integer labels.
+    DimensionMismatch, LayoutError
+        Shapes, or a ``replication`` that does not divide the ranks.
+
+    When partitioned every check is collective: each error is raised on
+    every rank of ``comm`` (with the failing rank's message).
 
     Examples
     --------
@@ -123,89 +148,98 @@ class FeatureStore:
     """
 
     def __init__(self, features, *, labels=None, splits=None, mode="replicated", comm=None,
-                 replication=1, _local=None, _shape=None):
+                 replication=1, num_classes=None, _local=None, _shape=None):
         func = "FeatureStore"
-        if mode not in _MODES:
-            fail(InvalidValue, func, "mode", "'replicated' or 'partitioned'", repr(mode))
-        self.mode = mode
-        c = as_int(func, "replication", replication, minimum=1)
-        if mode == "replicated":
-            if c != 1:
-                fail(LayoutError, func, "replication", "1 for a replicated store "
-                     "(use mode='partitioned')", c)
-            self.comm = comm
-            self.grid = None
-            self.p, self.c, self.parts = 1, 1, 1
-            local = _dense_rows(func, features, 0, _rows_of(func, features))
-            self.num_nodes = local.shape[0]
-            self.row_start, self.row_stop = 0, self.num_nodes
+        # A partitioned store is built collectively: its checks agree over
+        # the communicator, so a bad argument on one rank raises on every
+        # rank.  A replicated store never touches MPI (unless a rank passes
+        # a bad mode together with a communicator: then it must still meet
+        # the others' agreement).
+        if mode == "partitioned":
+            check_comm = C.as_comm(comm)
+        elif mode not in _MODES:
+            check_comm = comm
         else:
-            self.comm = C.as_comm(comm)
-            self.p = self.comm.Get_size()
-            err = None
-            if self.p % c:
-                err = LayoutError(f"{func}: argument 'replication' must divide the number of "
-                                  f"ranks p = {self.p}; got {c}")
-            C.agree(self.comm, err)
-            self.c = c
-            self.parts = self.p // c
-            self.grid = C.grid(self.comm, c)
-            if _local is None:
-                n = _rows_of(func, features)
+            check_comm = None
+        with C.collective_checks(check_comm):
+            if mode not in _MODES:
+                fail(InvalidValue, func, "mode", "'replicated' or 'partitioned'", repr(mode))
+            c = as_int(func, "replication", replication, minimum=1)
+            if mode == "replicated":
+                if c != 1:
+                    fail(LayoutError, func, "replication", "1 for a replicated store "
+                         "(use mode='partitioned')", c)
+                local = _finite_rows(func, _dense_rows(func, features, 0,
+                                                       _rows_of(func, features)))
+                n, start, stop, p = local.shape[0], 0, local.shape[0], 1
             else:
-                n = int(_shape[0])
-            self.num_nodes = n
-            self.row_start, self.row_stop = chunk(n, self.parts, self.grid.row)
-            local = (_dense_rows(func, features, self.row_start, self.row_stop)
-                     if _local is None else _local)
+                p = check_comm.Get_size()
+                if p % c:
+                    fail(LayoutError, func, "replication",
+                         f"a divisor of the number of ranks p = {p}", c)
+                n = _rows_of(func, features) if _local is None else int(_shape[0])
+                # Process row of this rank in the (p/c) x c grid (ProcessGrid's rule).
+                start, stop = chunk(n, p // c, check_comm.Get_rank() // c)
+                local = (_finite_rows(func, _dense_rows(func, features, start, stop))
+                         if _local is None else _local)
+            if num_classes is not None:
+                num_classes = as_int(func, "num_classes", num_classes, minimum=1)
+            if labels is not None:
+                labels = check_labels(func, "labels", labels, n, num_classes)
+            checked = {name: np.asarray(as_index_array(func, f"splits[{name!r}]", ids, n))
+                       for name, ids in (splits or {}).items()}
+        self.mode = mode
+        self.comm = comm if mode == "replicated" else check_comm
+        self.p, self.c = p, c
+        self.parts = p // c
+        self.grid = None if mode == "replicated" else C.grid(self.comm, c)
+        self.num_nodes = n
+        self.row_start, self.row_stop = start, stop
         self.local = local
         self.num_features = int(local.shape[1]) if local.ndim == 2 else 0
         if mode == "partitioned":
             # Every rank must agree on (n, f): a mismatch would hang the fetch.
             allv = C.allgather_int(self.comm, [self.num_nodes, self.num_features])
-            err = None
-            if not (allv == allv[0]).all():
-                err = DimensionMismatch(f"{func}: every rank must hold the same feature "
-                                        f"shape; got {[tuple(r) for r in allv.tolist()]}")
-            C.agree(self.comm, err)
-        self.labels = None
-        if labels is not None:
-            labels = np.asarray(labels)
-            if labels.shape != (self.num_nodes,):
-                fail(DimensionMismatch, func, "labels", f"a 1-D array of {self.num_nodes} labels",
-                     describe(labels))
-            self.labels = labels.astype(np.int64, copy=False)
-        self.splits = {}
-        for name, ids in (splits or {}).items():
-            self.splits[name] = np.asarray(as_index_array(func, f"splits[{name!r}]", ids,
-                                                          self.num_nodes))
+            with C.collective_checks(self.comm):
+                if not (allv == allv[0]).all():
+                    raise DimensionMismatch(f"{func}: every rank must hold the same feature "
+                                            f"shape; got {[tuple(r) for r in allv.tolist()]}")
+        self.num_classes = num_classes
+        self.labels = labels
+        self.splits = checked
 
     @classmethod
     def from_local(cls, local, num_nodes, *, comm=None, replication=1, labels=None,
-                   splits=None):
+                   splits=None, num_classes=None):
         """Collective: a partitioned store from this rank's own block of rows.
 
         ``local`` must hold rows ``chunk(num_nodes, p / c, rank // c)``.
+        The other arguments are those of ``FeatureStore``; every check
+        raises on every rank.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> store = FeatureStore.from_local(np.ones((4, 2), np.float32), 4)  # one rank
+        >>> store.shape
+        (4, 2)
         """
         func = "FeatureStore.from_local"
         comm = C.as_comm(comm)
         p = comm.Get_size()
-        c = as_int(func, "replication", replication, minimum=1)
-        err = None
-        block = None
-        try:
+        with C.collective_checks(comm):
+            c = as_int(func, "replication", replication, minimum=1)
+            num_nodes = as_int(func, "num_nodes", num_nodes, minimum=0)
             if p % c:
                 fail(LayoutError, func, "replication", f"a divisor of p = {p}", c)
             s, e = chunk(num_nodes, p // c, comm.Get_rank() // c)
-            block = _dense_rows(func, local, 0, _rows_of(func, local))
+            block = _finite_rows(func, _dense_rows(func, local, 0, _rows_of(func, local)))
             if block.shape[0] != e - s:
                 fail(DimensionMismatch, func, "local", f"{e - s} rows (rows {s}:{e} of "
                      f"{num_nodes})", describe(block))
-        except Exception as exc:  # noqa: BLE001 - raised on every rank by agree
-            err = exc
-        C.agree(comm, err)
         return cls(None, labels=labels, splits=splits, mode="partitioned", comm=comm,
-                   replication=c, _local=block, _shape=(num_nodes, block.shape[1]))
+                   replication=c, num_classes=num_classes, _local=block,
+                   _shape=(num_nodes, block.shape[1]))
 
     @property
     def replicated(self):
@@ -243,16 +277,10 @@ class FeatureStore:
         numpy float32 array of shape (len(ids), f)
         """
         func = "FeatureStore.fetch"
-        err = None
-        try:
-            ids = np.asarray(_host(as_index_array(func, "ids", _host(ids), self.num_nodes)))
-        except Exception as exc:  # noqa: BLE001
-            err = exc
+        with C.collective_checks(None if self.replicated else self.comm):
+            ids = backend.to_host(as_index_array(func, "ids", ids, self.num_nodes))
         if self.replicated:
-            if err is not None:
-                raise err
             return self.local[ids]
-        C.agree(self.comm, err)
         unique, inverse, sendcounts = plan_requests(ids, self.num_nodes, self.parts)
         cc = self.grid.col_comm
         req, reqcounts = C.alltoallv(cc, unique, sendcounts, "features.request")
@@ -265,7 +293,8 @@ class FeatureStore:
 
     def fetch_labels(self, ids):
         """Labels of ``ids`` (local: labels are replicated)."""
-        return self.labels[np.asarray(_host(ids), np.int64)]
+        ids = as_index_array("FeatureStore.fetch_labels", "ids", ids, self.num_nodes)
+        return self.labels[backend.to_host(ids)]
 
 
 def _rows_of(func, features):
@@ -273,12 +302,6 @@ def _rows_of(func, features):
     if shape is None or len(shape) != 2:
         fail(DimensionMismatch, func, "features", "a 2-D (n, f) matrix", describe(features))
     return int(shape[0])
-
-
-def _host(a):
-    if isinstance(a, np.ndarray) or not hasattr(a, "get"):
-        return a
-    return a.get()
 
 
 __all__ = ["FeatureStore", "plan_requests"]

@@ -15,12 +15,14 @@ from typing import Tuple
 
 import numpy as np
 
-from spla import compact_columns_blockwise, mxm, sample_rows, semiring
-from spla.checks import check_weights
+from spla import backend, compact_columns_blockwise, mxm, sample_rows, semiring
+from spla import comm as C
+from spla.checks import check_weights, fail
+from spla.exceptions import InvalidValue
 from spla.matrix import Matrix
 
-from sampling.base import (Sampler, SamplerConfig, as_graph, layer_sizes_tuple,
-                           stream_of)
+from sampling.base import (BYTES_PER_DRAW, Sampler, SamplerConfig, as_graph, graph_comm,
+                           layer_sizes_tuple, memory_limit, stream_of)
 
 
 @dataclass(frozen=True)
@@ -37,16 +39,22 @@ class GraphSAGEConfig(SamplerConfig):
     weighted : bool
         Draw neighbours with probability proportional to the edge values of A
         (else uniformly; values are ignored).
+    materialize : bool
+        Form each layer's ``Q @ A`` before sampling it (the method's literal
+        reading, for ablations): the same picks as the default fused path,
+        more work and memory.
     """
 
     fanouts: Tuple[int, ...]
     replace: bool = False
     weighted: bool = False
+    materialize: bool = False
 
     def validate(self):
         object.__setattr__(self, "fanouts", layer_sizes_tuple("GraphSAGE", "fanouts", self.fanouts))
         object.__setattr__(self, "replace", bool(self.replace))
         object.__setattr__(self, "weighted", bool(self.weighted))
+        object.__setattr__(self, "materialize", bool(self.materialize))
 
 
 def selection(vertices, n):
@@ -61,7 +69,9 @@ def selection(vertices, n):
     """
     xp = np if isinstance(vertices, np.ndarray) else __import__("cupy")
     ptr = xp.arange(vertices.size + 1, dtype=np.int64)
-    return Matrix._new(ptr, vertices, None, (int(vertices.size), n))
+    # The vertices come from validated minibatches or from spla's own
+    # relabelling: trusted, and not modified afterwards.
+    return Matrix.from_csr(ptr, vertices, None, (int(vertices.size), n), check=False, copy=False)
 
 
 class GraphSAGE(Sampler):
@@ -76,8 +86,20 @@ class GraphSAGE(Sampler):
         Output layer first: ``[15, 10, 5]`` draws 15 neighbours per seed,
         then 10 per vertex of the next frontier, then 5.
     replace : bool, default False
+        Draw with replacement: every vertex with a neighbour draws exactly
+        ``fanout`` times (repeats fold into one edge whose value counts
+        them), so the work grows with the fanout whatever the degrees.
     weighted : bool, default False
         Draw by edge value (A must then have non-negative finite values).
+    materialize : bool, default False
+        Ablation: form ``Q @ A`` before sampling (same picks, more work).
+
+    Raises
+    ------
+    InvalidValue
+        A fanout below 1 or above ``sampling.base.MAX_LAYER_SIZE``; weighted
+        sampling of a structural graph or of negative / non-finite weights.
+        On a DistMatrix every rank raises (the checks are collective).
 
     Examples
     --------
@@ -90,25 +112,15 @@ class GraphSAGE(Sampler):
     ([0, 1], 2, [2, 2])
     """
 
-    def __init__(self, A, fanouts, replace=False, weighted=False):
-        self.config = GraphSAGEConfig(fanouts, replace, weighted)
-        A, self.D = as_graph("GraphSAGE", A)
-        err = None
-        try:
+    def __init__(self, A, fanouts, replace=False, weighted=False, materialize=False):
+        with C.collective_checks(graph_comm(A)):
+            self.config = GraphSAGEConfig(fanouts, replace, weighted, materialize)
+            A, self.D = as_graph("GraphSAGE", A)
             if self.config.weighted:
                 if A.values is None:
-                    from spla.checks import fail
-                    from spla.exceptions import InvalidValue
                     fail(InvalidValue, "GraphSAGE", "A",
                          "a matrix with edge values when weighted=True", "a structural matrix")
                 check_weights("GraphSAGE", "A", A.values)
-        except Exception as e:  # noqa: BLE001 - raised on every rank when distributed
-            err = e
-        if self.D is not None:
-            from spla import comm as C
-            C.agree(self.D.comm, err)
-        elif err is not None:
-            raise err
         self.A = A if self.config.weighted else A.structure()
 
     @property
@@ -127,20 +139,66 @@ class GraphSAGE(Sampler):
         hops (a sampled neighbour is reached with probability ∝ degree),
         capped by the number of vertices.  About 48 bytes per sampled edge
         (positions, indices, relabelling, values) and 32 per frontier vertex.
+        With replacement every vertex with a neighbour draws ``f`` times
+        whatever its degree, and each draw holds ``BYTES_PER_DRAW`` bytes
+        until the repeats are folded: those bytes are added.
+
+        On a distributed graph the degrees are this rank's block: ranks may
+        disagree, and a bulk size derived from this must be agreed
+        (``spla.comm.agree_min``) before it steers a collective.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> A = spla.Matrix.from_dense(np.ones((6, 6)) - np.eye(6))
+        >>> small = GraphSAGE(A, [2]).estimate_bytes(4)
+        >>> GraphSAGE(A, [10**6], replace=True).estimate_bytes(4) > 10**6 * 4 * 16 > small
+        True
         """
-        deg = self.A.xp.asarray(self.A.row_degrees(), dtype=np.float64)
-        deg = deg if isinstance(deg, np.ndarray) else deg.get()
+        deg = backend.to_host(self.A.row_degrees()).astype(np.float64)
         n = self.num_nodes
         total_deg = max(deg.sum(), 1.0)
         frontier = float(batch_size)
-        edges = 0.0
+        edges = draws = 0.0
         for hop, f in enumerate(self.config.fanouts):
             picks = np.minimum(f, deg)
             per = picks.mean() if hop == 0 else float((deg * picks).sum() / total_deg)
+            if self.config.replace:
+                # Vertices with a neighbour draw f times; a later-hop vertex
+                # (reached through an edge) always has one.
+                has = float((deg > 0).mean()) if hop == 0 else 1.0
+                draws += frontier * f * has
             e = frontier * per
             edges += e
             frontier = min(float(n), frontier + e)
-        return int(48 * edges + 32 * frontier) + 4096
+        return int(48 * edges + 32 * frontier + BYTES_PER_DRAW * draws) + 4096
+
+    def check_bulk(self, func, B):
+        """Refuse a bulk whose draws with replacement cannot be allocated.
+
+        With replacement each frontier vertex draws ``fanout`` picks, held
+        until repeats are folded.  An upper bound of the draws (every
+        frontier at most ``(1 + fanout)`` times the previous one, at most n
+        vertices per minibatch) is compared with the machine's memory, and
+        the fanout that exceeds it is named.
+        """
+        if not self.config.replace or not B.k:
+            return
+        limit = memory_limit()
+        if limit is None:
+            return
+        n = self.num_nodes
+        rows = np.diff(backend.to_host(B.ptr)).astype(object)  # Python ints: no overflow
+        for hop, f in enumerate(self.config.fanouts):
+            draws = int(sum(rows)) * f
+            need = draws * BYTES_PER_DRAW
+            if need > limit:
+                fail(InvalidValue, func, f"fanouts[{hop}]",
+                     f"a fanout whose draws fit in memory (with replace=True each of the "
+                     f"up to {int(sum(rows))} frontier vertices of layer {hop} draws "
+                     f"{f} times: {need / 2**30:.3g} GiB, more than this machine's "
+                     f"{limit / 2**30:.3g} GiB); lower it or sample without replacement", f)
+            rows = np.array([min(n, r * (1 + f)) for r in rows], dtype=object)
 
     def _sample_stacked(self, B, seed, epoch):
         n, xp = self.num_nodes, self.A.xp
@@ -154,6 +212,8 @@ class GraphSAGE(Sampler):
                 P = selection(frontier, n) @ A
             else:  # uniform: a structural product, no values to carry
                 P = mxm(selection(frontier, n), A.structure(), semiring.any_pair)
+            if self.config.materialize:
+                P = P.new()
             S = sample_rows(P, fanout, seed=seed, stream=stream_of(epoch, hop),
                             row_ids=group * n + frontier, replace=self.config.replace,
                             return_counts=self.config.replace)

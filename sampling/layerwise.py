@@ -21,11 +21,13 @@ import spla
 from spla import (apply, compact_columns_blockwise, extract_blockwise,
                   normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows,
                   transpose)
+from spla import backend
+from spla import comm as C
 from spla.checks import check_weights
 from spla.matrix import Matrix
 
-from sampling.base import (Sampler, SamplerConfig, as_graph, layer_sizes_tuple,
-                           stream_of)
+from sampling.base import (Sampler, SamplerConfig, as_graph, graph_comm,
+                           layer_sizes_tuple, stream_of)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def row_normalized_with_self_loops(A, row_offset=0):
     m, n = A.shape
     xp = A.xp
     cols = xp.arange(row_offset, row_offset + m, dtype=np.int64)
-    eye = Matrix._new(xp.arange(m + 1, dtype=np.int64), cols, xp.ones(m, np.float32), (m, n))
+    eye = Matrix.from_csr(xp.arange(m + 1, dtype=np.int64), cols, xp.ones(m, np.float32),
+                          (m, n), check=False, copy=False)
     base = A.astype(np.float32) if A.values is None else A
     return normalize_rows(spla.ewise_add(base.astype(np.float32), eye))
 
@@ -79,7 +82,8 @@ def diagonal(d):
     """The diagonal matrix with ``d`` on its diagonal (explicit zeros kept)."""
     xp = np if isinstance(d, np.ndarray) else __import__("cupy")
     n = d.size
-    return Matrix._new(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int64), d, (n, n))
+    return Matrix.from_csr(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int64), d,
+                           (n, n), check=False, copy=False)
 
 
 class _LayerWise(Sampler):
@@ -89,20 +93,12 @@ class _LayerWise(Sampler):
 
     def __init__(self, A, layer_sizes, normalize=True):
         name = type(self).__name__
-        self.config = LayerWiseConfig(layer_sizes_tuple(name, "layer_sizes", layer_sizes),
-                                      normalize)
-        A, D = as_graph(name, A)
-        err = None
-        try:
+        with C.collective_checks(graph_comm(A)):
+            self.config = LayerWiseConfig(layer_sizes_tuple(name, "layer_sizes", layer_sizes),
+                                          normalize)
+            A, D = as_graph(name, A)
             if A.values is not None:
                 check_weights(name, "A", A.values)
-        except Exception as e:  # noqa: BLE001 - raised on every rank when distributed
-            err = e
-        if D is not None:
-            from spla import comm as C
-            C.agree(D.comm, err)
-        elif err is not None:
-            raise err
         offset = 0 if D is None or D.layout.replicated else D.row_start
         # Probabilities and column scales are real numbers: integer or
         # structural graphs are sampled from float32 values.
@@ -124,13 +120,25 @@ class _LayerWise(Sampler):
         return len(self.config.layer_sizes)
 
     def estimate_bytes(self, batch_size):
-        """Bytes one minibatch's sampling needs (estimate): per layer, the
-        probability row (up to n entries, 24 bytes each with its prefix sum)
-        and the extracted adjacency (destinations x their degree)."""
-        deg = self.A.row_degrees()
-        deg = deg if isinstance(deg, np.ndarray) else deg.get()
-        n = deg.size
-        mean_deg = float(deg.mean()) if n else 0.0
+        """Bytes one minibatch's sampling needs (estimate).
+
+        Per layer, the probability row (up to n entries, 24 bytes each with
+        its prefix sum) and the extracted adjacency (destinations x their
+        degree).  Sampling is without replacement, so a layer never holds
+        more than n vertices whatever its size.  On a distributed graph the
+        mean degree is this rank's block's: agree on anything derived from
+        it (``spla.comm.agree_min``).
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> A = spla.Matrix.from_dense(np.ones((8, 8)) - np.eye(8))
+        >>> LADIES(A, [4, 4]).estimate_bytes(2) <= LADIES(A, [10**9] * 2).estimate_bytes(2) < 10**5
+        True
+        """
+        deg = backend.to_host(self.A.row_degrees())
+        n = self.num_nodes
+        mean_deg = float(deg.mean()) if deg.size else 0.0
         dst = float(batch_size)
         total = 0.0
         for s in self.config.layer_sizes:
@@ -231,14 +239,14 @@ class FastGCN(_LayerWise):
         n = col_norms.size
         nz = xp.flatnonzero(col_norms > 0)
         # One row holding the global distribution; minibatches select it.
-        self._global = Matrix._new(xp.asarray([0, nz.size], dtype=np.int64), nz,
-                                   col_norms[nz], (1, n))
+        self._global = Matrix.from_csr(xp.asarray([0, nz.size], dtype=np.int64), nz,
+                                       col_norms[nz], (1, n), check=False, copy=False)
         self._global_norm = normalize_rows(self._global)
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
-        pick_row0 = Matrix._new(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
-                                None, (k, 1))
+        pick_row0 = Matrix.from_csr(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
+                                    None, (k, 1), check=False, copy=False)
         # Lazy: sampled by the fused path from the one global row.
         return pick_row0 @ self._global, self._global_norm, xp.zeros(k, np.int64)
 

@@ -28,6 +28,8 @@ from spla.checks import as_int, fail
 from spla.exceptions import InvalidValue
 from spla.matrix import Matrix
 
+from sampling.dataset import Dataset
+
 SPLIT = (0.10, 0.10, 0.20)
 
 
@@ -80,7 +82,7 @@ def rmat_dataset(scale, *, seed=0, num_classes=8, num_features=64, edge_factor=8
 
     Returns
     -------
-    sampling.datasets.Dataset
+    sampling.dataset.Dataset
         Named ``'rmat:SCALE'``; ``x`` is a sparse binary float32 spla.Matrix.
 
     Examples
@@ -91,7 +93,6 @@ def rmat_dataset(scale, *, seed=0, num_classes=8, num_features=64, edge_factor=8
     >>> ds.A.isequal(ds.A.T)
     True
     """
-    from sampling.datasets import Dataset
     func = "rmat_dataset"
     scale = as_int(func, "scale", scale, minimum=1)
     if scale > 30:
@@ -140,7 +141,7 @@ def rmat_dataset(scale, *, seed=0, num_classes=8, num_features=64, edge_factor=8
     train = np.sort(order[:n_tr])
     val = np.sort(order[n_tr:n_tr + n_va])
     test = np.sort(order[n_tr + n_va:n_tr + n_va + n_te])
-    return Dataset(f"rmat:{scale}", A, x, y, train, val, test)
+    return Dataset(f"rmat:{scale}", A, x, y, train, val, test, classes=num_classes)
 
 
 __all__ = ["rmat_dataset"]

@@ -95,3 +95,44 @@ def test_errors(x):
         FeatureStore(np.zeros(5, np.float32))
     with pytest.raises(spla.LayoutError, match="replication"):
         FeatureStore(x, mode="partitioned", replication=2)  # 2 does not divide p = 1
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_features_are_refused(x, bad):
+    y = x.copy()
+    y[7, 2] = bad
+    with pytest.raises(spla.InvalidValue) as info:
+        FeatureStore(y)
+    assert "FeatureStore: argument 'features' must be finite" in str(info.value)
+    assert "entry" in str(info.value)
+    with pytest.raises(spla.InvalidValue, match="features"):
+        FeatureStore(sp.csr_matrix(y))
+    with pytest.raises(spla.InvalidValue, match="features"):
+        FeatureStore(y, mode="partitioned")
+    with pytest.raises(spla.InvalidValue, match="features"):
+        FeatureStore.from_local(y, 37)
+
+
+@pytest.mark.parametrize("labels, exc, got", [
+    (np.arange(37) + 0.5, spla.DTypeError, "dtype float64"),
+    (np.ones(37, np.float32), spla.DTypeError, "dtype float32"),   # integral floats too
+    (np.array([True] * 37), spla.DTypeError, "dtype bool"),
+    (np.r_[np.zeros(36, np.int64), -2], spla.InvalidValue, "-2 at vertex 36"),
+    (np.r_[np.zeros(5, np.int64), 3, np.zeros(31, np.int64)], spla.InvalidValue,
+     "3 at vertex 5"),
+])
+def test_bad_labels_are_refused(x, labels, exc, got):
+    with pytest.raises(exc) as info:
+        FeatureStore(x, labels=labels, num_classes=3)
+    msg = str(info.value)
+    assert msg.startswith("FeatureStore: argument 'labels' must be"), msg
+    assert got in msg, msg
+
+
+def test_labels_are_kept_as_int64_with_unknowns(x):
+    labels = np.r_[np.arange(36) % 3, -1].astype(np.int32)
+    store = FeatureStore(x, labels=labels, num_classes=3)
+    assert store.labels.dtype == np.int64 and store.labels[-1] == -1
+    assert store.fetch_labels([36, 1]).tolist() == [-1, 1]
+    # Without num_classes any label >= 0 is accepted.
+    assert FeatureStore(x, labels=np.arange(37)).labels.max() == 36

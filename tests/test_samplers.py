@@ -598,6 +598,10 @@ def test_bad_sample_arguments(kwargs, exc, arg):
     (lambda A: FastGCN(A, [0, 3]), InvalidValue, "layer_sizes[0]"),
     (lambda A: FastGCN(A, []), InvalidValue, "layer_sizes"),
     (lambda A: GraphSAGE(A, [2], weighted=True), InvalidValue, "A"),
+    (lambda A: GraphSAGE(A, [2, 2 ** 31]), InvalidValue, "fanouts[1]"),
+    (lambda A: GraphSAGE(A, [10 ** 30], replace=True), InvalidValue, "fanouts[0]"),
+    (lambda A: LADIES(A, [2 ** 63]), InvalidValue, "layer_sizes[0]"),
+    (lambda A: FastGCN(A, [3, 2 ** 40]), InvalidValue, "layer_sizes[1]"),
 ])
 def test_bad_sampler_configuration(make, exc, arg):
     with pytest.raises(exc) as info:
@@ -737,6 +741,45 @@ def test_bulk_planner(cora, cora_samplers, name):
         BulkPlanner(sampler, memory_budget=0)
     with pytest.raises(InvalidValue):
         BulkPlanner(sampler, memory_budget=per, max_bulk=0)
+
+
+def test_estimate_counts_draws_with_replacement(cora):
+    """With replacement a vertex draws ``fanout`` times whatever its degree:
+    the estimate grows with the fanout, where without replacement it is
+    capped by the degrees."""
+    small = GraphSAGE(cora.A, [10], replace=True).estimate_bytes(64)
+    huge = GraphSAGE(cora.A, [10 ** 9], replace=True).estimate_bytes(64)
+    assert huge > 64 * 10 ** 9 * 0.9 > small
+    capped = GraphSAGE(cora.A, [10 ** 9]).estimate_bytes(64)
+    assert capped == GraphSAGE(cora.A, [int(cora.A.row_degrees().max())]).estimate_bytes(64)
+    assert capped < 10 ** 7
+    with pytest.raises(InvalidValue) as info:
+        BulkPlanner(GraphSAGE(cora.A, [10 ** 9], replace=True), 2 ** 30).bulk_size(64)
+    assert _arg("memory_budget") in str(info.value)
+
+
+def test_draws_beyond_memory_name_the_fanout(cora):
+    """A fanout whose draws cannot be allocated is refused before any kernel
+    runs (it used to try to allocate tens of GB)."""
+    sampler = GraphSAGE(cora.A, [5, 2 ** 31 - 1], replace=True)
+    with pytest.raises(InvalidValue) as info:
+        sampler.sample([cora.train_idx[:64]], seed=0)
+    assert _arg("fanouts[1]") in str(info.value) and "replace=True" in str(info.value)
+    # Without replacement the same fanout takes whole neighbourhoods.
+    mb, = GraphSAGE(cora.A, [5, 2 ** 31 - 1]).sample([cora.train_idx[:64]], seed=0)
+    assert mb.blocks[0].adj.nnz <= cora.A.nnz
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("replace", [False, True])
+def test_materialize_gives_the_fused_picks(cora, weighted, replace):
+    A = cora.A
+    if weighted:
+        A = A.with_values((np.arange(A.nnz) % 5 + 1).astype(np.float32))
+    batches = epoch_batches(cora.train_idx, 32, seed=1)
+    fused = GraphSAGE(A, [4, 3], replace=replace, weighted=weighted)
+    literal = GraphSAGE(A, [4, 3], replace=replace, weighted=weighted, materialize=True)
+    assert literal.sample(batches, seed=5, epoch=2) == fused.sample(batches, seed=5, epoch=2)
 
 
 def test_bulk_planner_plan_samples_like_one_bulk(cora, cora_samplers):

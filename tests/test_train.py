@@ -136,3 +136,55 @@ def test_python_dash_m_sampling_is_the_main_job():
     proc = subprocess.run([sys.executable, "-m", "sampling", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "--fanouts" in proc.stdout
+
+
+NAN_MODEL = """
+import sys
+import sampling.train as T
+
+original = T.Trainer.train_epoch
+
+
+def train_epoch(self, epoch):
+    if epoch == 1:  # the model diverged: its parameters hold NaN
+        for p in self.params:
+            p.data.fill_(float("nan"))
+    return original(self, epoch)
+
+
+T.Trainer.train_epoch = train_epoch
+sys.exit(T.main(sys.argv[1:]))
+"""
+
+
+def test_non_finite_loss_stops_the_job():
+    # It used to print "loss nan" rows and exit 0.
+    proc = train("--epochs", "3", "--threads", "1", code=NAN_MODEL, timeout=300)
+    assert proc.returncode not in (0, None), proc.stdout[-2000:]
+    assert "FloatingPointError" in proc.stderr, proc.stderr[-3000:]
+    assert "the training loss must be finite; got nan" in proc.stderr
+    assert "at epoch 2, bulk 1, step 1" in proc.stderr
+    assert "test accuracy" not in proc.stdout
+
+
+def test_trainer_raises_on_a_non_finite_loss():
+    torch = pytest.importorskip("torch")
+    from sampling.train import TrainOptions, Trainer
+    trainer = Trainer(TrainOptions(epochs=1, threads=1, bulk=4))
+    trainer.train_epoch(0)
+    with torch.no_grad():
+        trainer.params[0].fill_(float("inf"))
+    with pytest.raises(FloatingPointError, match="Trainer.train_epoch: the training loss must "
+                                                 "be finite"):
+        trainer.train_epoch(1)
+
+
+def test_console_script_target_is_the_main_job():
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(ROOT, "setup.cfg"))
+    target = cfg["options.entry_points"]["console_scripts"].split("spla-train =")[1].split()[0]
+    module, func = target.split(":")
+    import importlib
+    import sampling.train
+    assert getattr(importlib.import_module(module), func) is sampling.train.main

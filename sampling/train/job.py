@@ -1,0 +1,103 @@
+"""The entry point: ``main`` (command line, exit status) and ``run`` (one training run).
+
+Under MPI the run executes inside ``spla.comm.abort_on_error``: an error on
+one rank must end the whole job, never leave the other ranks waiting in a
+collective.  Errors that every rank raised together (a collective check:
+bad options, a dataset that does not load, a memory budget too small on
+some rank) are printed once, by rank 0, as one ``error:`` line with exit
+status 2.  Any other exception, or an error raised on some ranks only, is
+printed with its traceback by the rank where it happened (``rank r of p
+failed``) and ends every rank with status 1.
+"""
+
+import contextlib
+import sys
+import time
+
+from spla import comm as C
+from spla.exceptions import SplaError
+
+from sampling.train.cli import build_parser, options_from_args
+from sampling.train.launch import launcher_rank, require_torch, world_comm
+from sampling.train.options import UsageError
+from sampling.train.report import plot_phases
+from sampling.train.trainer import Trainer
+
+
+def run(opts, comm=None, out=None):
+    """Build a Trainer, train, print the table and ``test accuracy: <value>``.
+
+    Returns the test accuracy.
+    """
+    out = out or sys.stdout
+    trainer = Trainer(opts, comm)
+    say = (lambda line: print(line, file=out, flush=True)) if trainer.rank == 0 else None
+    if say:
+        say(trainer.describe())
+    t0 = time.perf_counter()
+    acc = trainer.fit(log=say)
+    elapsed = time.perf_counter() - t0
+    if opts.plot and trainer.rank == 0:
+        plot_phases(trainer.history, opts.plot,
+                    title=f"{opts.dataset}, {opts.sampler}, {trainer.size} rank(s)")
+    if say:
+        if opts.plot:
+            say(f"phase plot written to {opts.plot}")
+        say(f"trained {opts.epochs} epochs in {elapsed:.1f} s")
+        say(f"test accuracy: {acc:.4f}")
+    return acc
+
+
+def main(argv=None):
+    """Entry point of ``python -m sampling.train`` and ``spla-train``; returns the exit status.
+
+    0 on success; 2 for bad input (one ``error:`` line on stderr, printed by
+    rank 0); 130 after Ctrl-C; under MPI any other failure ends every rank
+    with status 1 after the failing rank printed it with its rank id.
+
+    Examples
+    --------
+    >>> main(["--epochs", "0"])  # doctest: +SKIP
+    error: argument --epochs: expected a positive integer, got '0' (see python -m sampling.train --help)
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        opts = options_from_args(args)
+        require_torch()
+        comm = world_comm(need_mpi=opts.graph == "partitioned")
+    except (UsageError, SplaError) as exc:
+        # Every rank parsed the same options and found the same error; MPI may
+        # not be running yet, so the launcher's rank decides who speaks.
+        return _usage_error(exc, launcher_rank() == 0)
+    guard = (contextlib.nullcontext() if comm is None
+             else C.abort_on_error(comm, prefix="sampling.train: "))
+    with guard:
+        return _train(opts, comm)
+
+
+def _train(opts, comm):
+    rank = 0 if comm is None else comm.Get_rank()
+    size = 1 if comm is None else comm.Get_size()
+    try:
+        run(opts, comm)
+        return 0
+    except KeyboardInterrupt:
+        if rank == 0:
+            sys.stderr.write("interrupted: training stopped (Ctrl-C)\n")
+            sys.stderr.flush()
+        if size > 1:
+            comm.Abort(130)
+        return 130
+    except (UsageError, SplaError) as exc:
+        if size > 1 and getattr(exc, "collective_origin", None) is None:
+            # Raised on this rank alone: the others may be waiting in a
+            # collective, so abort_on_error must end the job.
+            raise
+        return _usage_error(exc, rank == 0)
+
+
+def _usage_error(exc, speak):
+    if speak:
+        sys.stderr.write(f"error: {' '.join(str(exc).split())}\n")
+        sys.stderr.flush()
+    return 2

