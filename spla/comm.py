@@ -18,7 +18,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from spla.exceptions import LayoutError, SplaError
+from spla.checks import describe
+from spla.exceptions import DTypeError, LayoutError, SplaError
 
 _INT_MAX = 2 ** 31 - 1
 _counters = []  # stack of active counters (dicts)
@@ -35,9 +36,24 @@ def world():
     return mpi().COMM_WORLD
 
 
-def as_comm(comm):
-    """``comm`` or COMM_WORLD."""
-    return world() if comm is None else comm
+def as_comm(comm, func="spla"):
+    """``comm`` (an MPI intracommunicator) or COMM_WORLD for ``None``.
+
+    A communicator is the one argument whose check cannot be agreed on
+    (agreeing needs it): a bad one raises on the ranks that passed it.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.as_comm(None) is C.world()
+    True
+    """
+    if comm is None:
+        return world()
+    if not isinstance(comm, mpi().Intracomm):
+        raise DTypeError(f"{func}: argument 'comm' must be an mpi4py intracommunicator "
+                         f"(or None for COMM_WORLD); got {describe(comm)}")
+    return comm
 
 
 @contextlib.contextmanager
@@ -194,22 +210,62 @@ def agree_min(comm, value):
     return int(allgather_int(comm, [int(value)]).min())
 
 
-def check_same(comm, func, arg, values):
+def check_same(comm, func, arg, values, *, present=True, expected="the same on every rank",
+               cls=LayoutError, show=None):
     """Collective: raise on every rank unless ``values`` (ints) are equal on all ranks.
+
+    Call it after the local checks (``collective_checks``) have passed:
+    the values must fit int64.
+
+    Parameters
+    ----------
+    comm : MPI communicator or None
+        ``None`` (or one rank): nothing to compare.
+    func, arg : str
+        The public function and its argument, for the message.
+    values : sequence of int
+        This rank's values (the same length on every rank).
+    present : bool, default True
+        False when this rank did not pass the argument: it takes no part
+        in the comparison (its ``values`` are returned as given).
+    expected : str
+        What the argument must be, for the message.
+    cls : exception class, default LayoutError
+    show : callable, optional
+        Formats one rank's values for the message (default: the list).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (p, len(values))
+        Every rank's values, in rank order.
+
+    Raises
+    ------
+    cls
+        On every rank, naming rank 0 (or the first rank that passed the
+        argument) and the first rank that disagrees with it; its
+        ``collective_origin`` is the disagreeing rank.
 
     Examples
     --------
     >>> from spla import comm as C
-    >>> C.check_same(None, "f", "k", [3])
+    >>> C.check_same(None, "f", "k", [3]).tolist()
+    [[3]]
     """
     if comm is None or comm.Get_size() == 1:
-        return
-    allv = allgather_int(comm, list(values))
-    if (allv == allv[0]).all():
-        return
-    bad = int(np.flatnonzero((allv != allv[0]).any(axis=1))[0])
-    exc = LayoutError(f"{func}: argument {arg!r} must be the same on every rank; rank 0 "
-                      f"passed {allv[0].tolist()}, rank {bad} passed {allv[bad].tolist()}")
+        return np.asarray([list(values)], np.int64).reshape(1, -1)
+    allv = allgather_int(comm, list(values) + [1 if present else 0])
+    given, allv = allv[:, -1].astype(bool), allv[:, :-1]
+    if not given.any():
+        return allv
+    ref = int(np.flatnonzero(given)[0])
+    differs = given & (allv != allv[ref]).any(axis=1)
+    if not differs.any():
+        return allv
+    bad = int(np.flatnonzero(differs)[0])
+    show = show or (lambda v: str(v.tolist()))
+    exc = cls(f"{func}: argument {arg!r} must be {expected}; rank {ref} passed "
+              f"{show(allv[ref])}, rank {bad} passed {show(allv[bad])}")
     _mark(exc, bad)
     raise exc
 
@@ -318,6 +374,30 @@ def counts_displs(counts):
     displs = np.zeros(counts.size, np.int64)
     np.cumsum(counts[:-1], out=displs[1:])
     return counts, displs
+
+
+def send_array(comm, arr, dest, tag, op):
+    """Point to point: send a 1-D array to rank ``dest`` (matched by ``recv_array``).
+
+    Arrays of any length go in pieces of at most 2**31 - 1 bytes (MPI
+    counts are C ints), always at least one message, so the receiver needs
+    only the length.  The bytes are counted under ``op``.
+    """
+    arr = _host(arr).reshape(-1)
+    step = max(1, _INT_MAX // max(1, arr.itemsize))
+    mpitype = _mpi_type(arr.dtype)
+    for s in range(0, max(arr.size, 1), step):
+        comm.Send([arr[s:s + step], mpitype], dest=dest, tag=tag)
+    record(op, arr.nbytes)
+
+
+def recv_array(comm, out, source, tag):
+    """Point to point: fill the 1-D numpy array ``out`` from ``send_array`` on ``source``."""
+    step = max(1, _INT_MAX // max(1, out.itemsize))
+    mpitype = _mpi_type(out.dtype)
+    for s in range(0, max(out.size, 1), step):
+        comm.Recv([out[s:s + step], mpitype], source=source, tag=tag)
+    return out
 
 
 def alltoallv(comm, send, sendcounts, op):
