@@ -350,3 +350,20 @@ def test_grids_follow_their_communicator(comm):
         assert G.shape == A.shape and G.isequal(A)
         del D, G
         new.Free()
+
+
+def test_scatter_from_root_in_pieces(comm, A, monkeypatch):
+    """Rank 0 sends each rank its block point to point, in messages of at
+    most ``_INT_MAX`` bytes (made tiny here), and counts what it sent."""
+    monkeypatch.setattr(C, "_INT_MAX", 40)
+    with C.counting() as moved:
+        D = spla.distribute(A if comm.rank == 0 else None, comm)
+    assert D.gather().isequal(A)
+    expect = 0
+    if comm.rank == 0:
+        for r in range(1, comm.size):
+            s, e = chunk(A.nrows, comm.size, r)
+            B = spla.extract(A, rows=np.arange(s, e))
+            # head (nnz, index size), indptr, indices, values
+            expect += 16 + 8 * (e - s + 1) + (B.indices.itemsize + 8) * B.nnz
+    assert moved.get("distribute", 0) == expect
