@@ -24,6 +24,7 @@ from spla.exceptions import DTypeError, LayoutError, SplaError
 _INT_MAX = 2 ** 31 - 1
 _counters = []  # stack of active counters (dicts)
 _GRID_KEYVAL = []  # the MPI attribute key of the process grids (created once)
+_MPI_TYPES = {}  # numpy dtype -> MPI datatype (see mpi_type)
 
 
 def mpi():
@@ -400,6 +401,55 @@ def recv_array(comm, out, source, tag):
     return out
 
 
+def bcast_array(comm, arr, root, op):
+    """Collective: ``root``'s 1-D array in ``arr`` on every rank (same length everywhere).
+
+    For the samplers' and trainers' exchanges, so that every MPI call of
+    the project goes through this module and is counted under ``op``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> C.bcast_array(C.world(), np.arange(3.0), 0, "example").tolist()
+    [0.0, 1.0, 2.0]
+    """
+    buf = _host(arr).reshape(-1)
+    step = max(1, _INT_MAX // max(1, buf.itemsize))
+    mpitype = _mpi_type(buf.dtype)
+    for s in range(0, buf.size, step):
+        comm.Bcast([buf[s:s + step], mpitype], root=root)
+    if comm.Get_rank() == root:
+        record(op, buf.nbytes * (comm.Get_size() - 1))
+    return buf
+
+
+def allreduce_array(comm, arr, reduction, op):
+    """Collective: the elementwise ``'sum'``, ``'max'`` or ``'min'`` of a 1-D array over the ranks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> C.allreduce_array(C.world(), np.array([1, 5]), "max", "example").tolist()
+    [1, 5]
+    """
+    MPI = mpi()
+    ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
+    if reduction not in ops:
+        raise ValueError(f"allreduce_array: argument 'reduction' must be one of "
+                         f"{sorted(ops)}; got {reduction!r}")
+    buf = _host(arr).reshape(-1)
+    out = np.empty_like(buf)
+    # No explicit datatype: reductions need MPI's predefined types, which
+    # mpi4py picks from the numpy buffer itself (mpi_type's are user types).
+    step = max(1, _INT_MAX // max(1, buf.itemsize))
+    for s in range(0, buf.size, step):
+        comm.Allreduce(buf[s:s + step], out[s:s + step], op=ops[reduction])
+    record(op, buf.nbytes * (comm.Get_size() - 1))
+    return out
+
+
 def alltoallv(comm, send, sendcounts, op):
     """Personalised all-to-all of a 1-D array (collective).
 
@@ -487,10 +537,29 @@ class ProcessGrid:
         self.col_comm = comm.Split(self.col, self.row)
 
 
-def _mpi_type(dtype):
-    """The MPI datatype of a numpy dtype (public mpi4py API, no private tables)."""
-    from mpi4py.util.dtlib import from_numpy_dtype
-    return from_numpy_dtype(dtype)
+def mpi_type(dtype):
+    """The MPI datatype of a numpy dtype (public mpi4py API, no private tables).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> t = C.mpi_type(np.float64)
+    >>> t.Get_size(), C.mpi_type(np.float64) is t
+    (8, True)
+    """
+    # from_numpy_dtype builds a new (committed, user) datatype on each call:
+    # one per dtype, kept for the life of the process, instead of one
+    # leaked per message.
+    dtype = np.dtype(dtype)
+    t = _MPI_TYPES.get(dtype)
+    if t is None:
+        from mpi4py.util.dtlib import from_numpy_dtype
+        t = _MPI_TYPES[dtype] = from_numpy_dtype(dtype)
+    return t
+
+
+_mpi_type = mpi_type
 
 
 def _free_grids(comm, keyval, grids):
