@@ -28,12 +28,27 @@ _MPI_TYPES = {}  # numpy dtype -> MPI datatype (see mpi_type)
 
 
 def mpi():
-    """The mpi4py.MPI module (imported on first use)."""
+    """The mpi4py.MPI module (imported on first use).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.mpi().COMM_WORLD is C.world()
+    True
+    """
     from mpi4py import MPI
     return MPI
 
 
 def world():
+    """COMM_WORLD (MPI is initialised on first use).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.world().Get_size() >= 1
+    True
+    """
     return mpi().COMM_WORLD
 
 
@@ -59,7 +74,16 @@ def as_comm(comm, func="spla"):
 
 @contextlib.contextmanager
 def counting():
-    """Count bytes sent by this rank per operation name inside the block."""
+    """Count bytes sent by this rank per operation name inside the block.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> with C.counting() as moved:
+    ...     C.record("fetch_rows.request", 16)
+    >>> moved["fetch_rows.request"]
+    16
+    """
     c = defaultdict(int)
     _counters.append(c)
     try:
@@ -74,6 +98,16 @@ def counting():
 
 
 def record(op, nbytes):
+    """Add ``nbytes`` sent by this rank under ``op`` to every active counter.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> with C.counting() as moved:
+    ...     C.record("example", 8)
+    >>> dict(moved)
+    {'example': 8}
+    """
     for c in _counters:
         c[op] += int(nbytes)
 
@@ -350,12 +384,26 @@ def dtype_code(dtype):
 
 
 def code_dtype(code):
-    """The dtype of a wire code (inverse of ``dtype_code``)."""
+    """The dtype of a wire code (inverse of ``dtype_code``).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.code_dtype(2), C.code_dtype(0) is None
+    (dtype('float64'), True)
+    """
     return _WIRE_DTYPES[int(code)]
 
 
 def allgather_int(comm, values):
-    """Allgather a small int64 vector from every rank: array (size, len)."""
+    """Allgather a small int64 vector from every rank: array (size, len).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.allgather_int(C.world(), [3, 4]).tolist()       # on 1 rank
+    [[3, 4]]
+    """
     v = np.ascontiguousarray(values, dtype=np.int64)
     out = np.empty((comm.Get_size(), v.size), np.int64)
     comm.Allgather(v, out)
@@ -363,7 +411,14 @@ def allgather_int(comm, values):
 
 
 def bcast_int(comm, values, root=0, length=None):
-    """Broadcast a small int64 vector of known ``length``."""
+    """Broadcast a small int64 vector of known ``length``.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.bcast_int(C.world(), [7], root=0, length=1).tolist()
+    [7]
+    """
     buf = (np.ascontiguousarray(values, dtype=np.int64) if comm.Get_rank() == root
            else np.empty(length, np.int64))
     comm.Bcast(buf, root=root)
@@ -371,6 +426,14 @@ def bcast_int(comm, values, root=0, length=None):
 
 
 def counts_displs(counts):
+    """(counts, displacements) as int64 arrays.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> [a.tolist() for a in C.counts_displs([2, 0, 3])]
+    [[2, 0, 3], [0, 2, 2]]
+    """
     counts = np.asarray(counts, np.int64)
     displs = np.zeros(counts.size, np.int64)
     np.cumsum(counts[:-1], out=displs[1:])
@@ -383,6 +446,14 @@ def send_array(comm, arr, dest, tag, op):
     Arrays of any length go in pieces of at most 2**31 - 1 bytes (MPI
     counts are C ints), always at least one message, so the receiver needs
     only the length.  The bytes are counted under ``op``.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> if comm.Get_rank() == 0:                         # doctest: +SKIP
+    ...     C.send_array(comm, np.arange(5), 1, tag=7, op="example")
+    ... elif comm.Get_rank() == 1:
+    ...     data = C.recv_array(comm, np.empty(5, np.int64), 0, tag=7)
     """
     arr = _host(arr).reshape(-1)
     step = max(1, _INT_MAX // max(1, arr.itemsize))
@@ -393,7 +464,12 @@ def send_array(comm, arr, dest, tag, op):
 
 
 def recv_array(comm, out, source, tag):
-    """Point to point: fill the 1-D numpy array ``out`` from ``send_array`` on ``source``."""
+    """Point to point: fill the 1-D numpy array ``out`` from ``send_array`` on ``source``.
+
+    Examples
+    --------
+    See ``send_array``.
+    """
     step = max(1, _INT_MAX // max(1, out.itemsize))
     mpitype = _mpi_type(out.dtype)
     for s in range(0, max(out.size, 1), step):
@@ -456,6 +532,14 @@ def alltoallv(comm, send, sendcounts, op):
     ``send`` holds the data for rank 0, then rank 1, ...; ``sendcounts[r]``
     elements go to rank ``r``.  Returns ``(recv, recvcounts)``.  Messages of
     more than 2**31 - 1 elements are sent in rounds, so any size works.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> recv, counts = C.alltoallv(C.world(), np.arange(3), [3], "example")  # 1 rank
+    >>> recv.tolist(), counts.tolist()
+    ([0, 1, 2], [3])
     """
     MPI = mpi()
     p = comm.Get_size()
@@ -494,7 +578,16 @@ def alltoallv(comm, send, sendcounts, op):
 
 
 def allgatherv(comm, arr, op):
-    """Concatenate every rank's 1-D array on every rank: (all, counts)."""
+    """Concatenate every rank's 1-D array on every rank: (all, counts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> out, counts = C.allgatherv(C.world(), np.arange(2.0), "example")   # 1 rank
+    >>> out.tolist(), counts.tolist()
+    ([0.0, 1.0], [2])
+    """
     MPI = mpi()
     arr = _host(arr)
     counts = allgather_int(comm, [arr.size])[:, 0]
@@ -522,6 +615,13 @@ class ProcessGrid:
     ``row_comm`` joins the c ranks of a process row (which hold the same
     block); ``col_comm`` joins the p/c ranks of a process column (which
     together hold every block once).  Created once per (comm, c).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> g = C.grid(C.world(), 1)                       # on 1 rank
+    >>> (g.row, g.col, g.row_comm.Get_size(), g.col_comm.Get_size())
+    (0, 0, 1, 1)
     """
 
     def __init__(self, comm, c):

@@ -154,10 +154,12 @@ def layout_of(func, layout, p, replication, replicate_graph):
     >>> from spla.layout import layout_of
     >>> layout_of("f", "1.5d", 6, 2, False)
     Layout(kind='1.5d', p=6, c=2, replicated=False)
-    >>> layout_of("f", "1.5d", 6, 4, False)
-    Traceback (most recent call last):
-    ...
-    spla.exceptions.LayoutError: f: argument 'replication' must be a divisor of the number of ranks p = 6; got 4
+    >>> from spla.exceptions import LayoutError
+    >>> try:
+    ...     layout_of("f", "1.5d", 6, 4, False)
+    ... except LayoutError as e:
+    ...     print(e)
+    f: argument 'replication' must be a divisor of the number of ranks p = 6; got 4
     """
     if not isinstance(layout, str) or layout not in DIST_KINDS:
         fail(LayoutError, func, "layout", " or ".join(repr(k) for k in DIST_KINDS),

@@ -35,6 +35,15 @@ def exchange_rows(D, want, owner):
     ``b`` of the column communicator holds block ``b``, so ``owner`` is
     also the destination of each request.  Returns the fetched rows in the
     order of ``want``.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from spla.dist.fetch import exchange_rows
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(3)))          # on 1 rank
+    >>> exchange_rows(D, np.array([0, 2]), np.array([0, 0])).to_dense()
+    array([[1., 0., 0.],
+           [0., 0., 1.]])
     """
     g = D.grid
     A = D.local.to("cpu")
@@ -61,7 +70,16 @@ def exchange_rows(D, want, owner):
 
 
 def fetch_direct(D, rows):
-    """Collective: ``(M, rows)``, the rows this rank asked for, from its process column."""
+    """Collective: ``(M, rows)``, the rows this rank asked for, from its process column.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from spla.dist.fetch import fetch_direct
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(3)))          # on 1 rank
+    >>> fetch_direct(D, np.array([1]))[0].to_dense()
+    array([[0., 1., 0.]])
+    """
     A = D.local.to("cpu")
     # ``rows`` is sorted and a block is a contiguous range, so this rank's
     # own rows are the slice rows[a:b] and the remote ones surround it.
@@ -87,6 +105,14 @@ def fetch_pooled(D, rows):
 
     The process row pools its needs, member j fetches blocks ``k % c == j``
     from its process column, and the row shares what its members fetched.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from spla.dist.fetch import fetch_pooled
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(3)))          # on 1 rank
+    >>> fetch_pooled(D, np.array([0, 1]))[1].tolist()
+    [0, 1]
     """
     g = D.grid
     id_wire = wire_int(D.nrows)
@@ -109,7 +135,16 @@ def fetch_pooled(D, rows):
 
 
 def fetch_replicated(D, rows):
-    """Local: every rank holds the whole matrix, so nothing moves."""
+    """Local: every rank holds the whole matrix, so nothing moves.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from spla.dist.fetch import fetch_replicated
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(3)), replicate_graph=True)
+    >>> fetch_replicated(D, np.array([2]))[0].to_dense()
+    array([[0., 0., 1.]])
+    """
     return row_block_list(D.local.to("cpu"), rows), rows
 
 

@@ -31,6 +31,17 @@ def scatter_from_root(comm, A, L, shape, dtype, local, has):
     -------
     spla.Matrix
         This rank's block.
+
+    Examples
+    --------
+    Called by ``distribute`` when some ranks pass ``None``:
+
+    >>> import numpy as np, spla
+    >>> from spla import comm
+    >>> A = spla.Matrix.from_dense(np.eye(4))
+    >>> D = spla.distribute(A if comm.world().Get_rank() == 0 else None)
+    >>> D.gather().isequal(A)
+    True
     """
     rank = comm.Get_rank()
     n, m = shape
@@ -50,6 +61,13 @@ def gather_blocks(D):
 
     Each process column holds every block exactly once, in row order, so
     gathering within the column communicator is enough.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from spla.dist.scatter import gather_blocks
+    >>> gather_blocks(spla.distribute(spla.Matrix.from_dense(np.eye(3)))).nnz   # 1 rank
+    3
     """
     if D.layout.replicated:
         return D.local
@@ -57,7 +75,15 @@ def gather_blocks(D):
 
 
 def block_sum(grid, value):
-    """Collective: the sum over blocks of a per-rank integer (each block counted once)."""
+    """Collective: the sum over blocks of a per-rank integer (each block counted once).
+
+    Examples
+    --------
+    >>> from spla import comm
+    >>> from spla.dist.scatter import block_sum
+    >>> block_sum(comm.grid(comm.world(), 1), 5)        # on 1 rank
+    5
+    """
     return int(C.allgather_int(grid.col_comm, [int(value)]).sum())
 
 

@@ -77,6 +77,15 @@ def allgather_rows(comm, M, op, ncols):
     """Collective: the local matrices of every rank of ``comm``, stacked in rank order.
 
     Row lengths and column indices travel as ``wire_int(ncols)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, comm
+    >>> from spla.dist.wire import allgather_rows
+    >>> M = Matrix.from_dense(np.eye(2))
+    >>> allgather_rows(comm.world(), M, "example", 2).shape    # on 1 rank
+    (2, 2)
     """
     wire = wire_int(ncols)
     lens, _ = C.allgatherv(comm, np.diff(to_host(M.indptr)).astype(wire), op)
@@ -89,7 +98,16 @@ def allgather_rows(comm, M, op, ncols):
 
 
 def send_csr(comm, M, dest, op):
-    """Point to point: send a host matrix's CSR arrays to ``dest`` (see ``recv_csr``)."""
+    """Point to point: send a host matrix's CSR arrays to ``dest`` (see ``recv_csr``).
+
+    Examples
+    --------
+    >>> from spla.dist.wire import send_csr, recv_csr
+    >>> if comm.Get_rank() == 0:                      # doctest: +SKIP
+    ...     send_csr(comm, M, 1, "distribute")
+    ... elif comm.Get_rank() == 1:
+    ...     M = recv_csr(comm, 0, nrows, ncols, dtype)
+    """
     head = np.array([M.nnz, M.indices.dtype.itemsize], np.int64)
     C.send_array(comm, head, dest, _TAGS[0], op)
     C.send_array(comm, M.indptr.astype(np.int64, copy=False), dest, _TAGS[1], op)
@@ -103,6 +121,10 @@ def recv_csr(comm, source, nrows, ncols, dtype):
 
     ``dtype`` is the value dtype (``None``: structural), known to both
     sides from the agreed metadata.
+
+    Examples
+    --------
+    See ``send_csr``.
     """
     head = C.recv_array(comm, np.empty(2, np.int64), source, _TAGS[0])
     nnz, itemsize = int(head[0]), int(head[1])
