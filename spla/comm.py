@@ -18,31 +18,72 @@ from collections import defaultdict
 
 import numpy as np
 
-from spla.exceptions import LayoutError, SplaError
+from spla.checks import describe
+from spla.exceptions import DTypeError, LayoutError, SplaError
 
 _INT_MAX = 2 ** 31 - 1
 _counters = []  # stack of active counters (dicts)
 _GRID_KEYVAL = []  # the MPI attribute key of the process grids (created once)
+_MPI_TYPES = {}  # numpy dtype -> MPI datatype (see mpi_type)
 
 
 def mpi():
-    """The mpi4py.MPI module (imported on first use)."""
+    """The mpi4py.MPI module (imported on first use).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.mpi().COMM_WORLD is C.world()
+    True
+    """
     from mpi4py import MPI
     return MPI
 
 
 def world():
+    """COMM_WORLD (MPI is initialised on first use).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.world().Get_size() >= 1
+    True
+    """
     return mpi().COMM_WORLD
 
 
-def as_comm(comm):
-    """``comm`` or COMM_WORLD."""
-    return world() if comm is None else comm
+def as_comm(comm, func="spla"):
+    """``comm`` (an MPI intracommunicator) or COMM_WORLD for ``None``.
+
+    A communicator is the one argument whose check cannot be agreed on
+    (agreeing needs it): a bad one raises on the ranks that passed it.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.as_comm(None) is C.world()
+    True
+    """
+    if comm is None:
+        return world()
+    if not isinstance(comm, mpi().Intracomm):
+        raise DTypeError(f"{func}: argument 'comm' must be an mpi4py intracommunicator "
+                         f"(or None for COMM_WORLD); got {describe(comm)}")
+    return comm
 
 
 @contextlib.contextmanager
 def counting():
-    """Count bytes sent by this rank per operation name inside the block."""
+    """Count bytes sent by this rank per operation name inside the block.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> with C.counting() as moved:
+    ...     C.record("fetch_rows.request", 16)
+    >>> moved["fetch_rows.request"]
+    16
+    """
     c = defaultdict(int)
     _counters.append(c)
     try:
@@ -57,6 +98,16 @@ def counting():
 
 
 def record(op, nbytes):
+    """Add ``nbytes`` sent by this rank under ``op`` to every active counter.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> with C.counting() as moved:
+    ...     C.record("example", 8)
+    >>> dict(moved)
+    {'example': 8}
+    """
     for c in _counters:
         c[op] += int(nbytes)
 
@@ -194,22 +245,62 @@ def agree_min(comm, value):
     return int(allgather_int(comm, [int(value)]).min())
 
 
-def check_same(comm, func, arg, values):
+def check_same(comm, func, arg, values, *, present=True, expected="the same on every rank",
+               cls=LayoutError, show=None):
     """Collective: raise on every rank unless ``values`` (ints) are equal on all ranks.
+
+    Call it after the local checks (``collective_checks``) have passed:
+    the values must fit int64.
+
+    Parameters
+    ----------
+    comm : MPI communicator or None
+        ``None`` (or one rank): nothing to compare.
+    func, arg : str
+        The public function and its argument, for the message.
+    values : sequence of int
+        This rank's values (the same length on every rank).
+    present : bool, default True
+        False when this rank did not pass the argument: it takes no part
+        in the comparison (its ``values`` are returned as given).
+    expected : str
+        What the argument must be, for the message.
+    cls : exception class, default LayoutError
+    show : callable, optional
+        Formats one rank's values for the message (default: the list).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (p, len(values))
+        Every rank's values, in rank order.
+
+    Raises
+    ------
+    cls
+        On every rank, naming rank 0 (or the first rank that passed the
+        argument) and the first rank that disagrees with it; its
+        ``collective_origin`` is the disagreeing rank.
 
     Examples
     --------
     >>> from spla import comm as C
-    >>> C.check_same(None, "f", "k", [3])
+    >>> C.check_same(None, "f", "k", [3]).tolist()
+    [[3]]
     """
     if comm is None or comm.Get_size() == 1:
-        return
-    allv = allgather_int(comm, list(values))
-    if (allv == allv[0]).all():
-        return
-    bad = int(np.flatnonzero((allv != allv[0]).any(axis=1))[0])
-    exc = LayoutError(f"{func}: argument {arg!r} must be the same on every rank; rank 0 "
-                      f"passed {allv[0].tolist()}, rank {bad} passed {allv[bad].tolist()}")
+        return np.asarray([list(values)], np.int64).reshape(1, -1)
+    allv = allgather_int(comm, list(values) + [1 if present else 0])
+    given, allv = allv[:, -1].astype(bool), allv[:, :-1]
+    if not given.any():
+        return allv
+    ref = int(np.flatnonzero(given)[0])
+    differs = given & (allv != allv[ref]).any(axis=1)
+    if not differs.any():
+        return allv
+    bad = int(np.flatnonzero(differs)[0])
+    show = show or (lambda v: str(v.tolist()))
+    exc = cls(f"{func}: argument {arg!r} must be {expected}; rank {ref} passed "
+              f"{show(allv[ref])}, rank {bad} passed {show(allv[bad])}")
     _mark(exc, bad)
     raise exc
 
@@ -293,12 +384,26 @@ def dtype_code(dtype):
 
 
 def code_dtype(code):
-    """The dtype of a wire code (inverse of ``dtype_code``)."""
+    """The dtype of a wire code (inverse of ``dtype_code``).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.code_dtype(2), C.code_dtype(0) is None
+    (dtype('float64'), True)
+    """
     return _WIRE_DTYPES[int(code)]
 
 
 def allgather_int(comm, values):
-    """Allgather a small int64 vector from every rank: array (size, len)."""
+    """Allgather a small int64 vector from every rank: array (size, len).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.allgather_int(C.world(), [3, 4]).tolist()       # on 1 rank
+    [[3, 4]]
+    """
     v = np.ascontiguousarray(values, dtype=np.int64)
     out = np.empty((comm.Get_size(), v.size), np.int64)
     comm.Allgather(v, out)
@@ -306,7 +411,14 @@ def allgather_int(comm, values):
 
 
 def bcast_int(comm, values, root=0, length=None):
-    """Broadcast a small int64 vector of known ``length``."""
+    """Broadcast a small int64 vector of known ``length``.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> C.bcast_int(C.world(), [7], root=0, length=1).tolist()
+    [7]
+    """
     buf = (np.ascontiguousarray(values, dtype=np.int64) if comm.Get_rank() == root
            else np.empty(length, np.int64))
     comm.Bcast(buf, root=root)
@@ -314,10 +426,104 @@ def bcast_int(comm, values, root=0, length=None):
 
 
 def counts_displs(counts):
+    """(counts, displacements) as int64 arrays.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> [a.tolist() for a in C.counts_displs([2, 0, 3])]
+    [[2, 0, 3], [0, 2, 2]]
+    """
     counts = np.asarray(counts, np.int64)
     displs = np.zeros(counts.size, np.int64)
     np.cumsum(counts[:-1], out=displs[1:])
     return counts, displs
+
+
+def send_array(comm, arr, dest, tag, op):
+    """Point to point: send a 1-D array to rank ``dest`` (matched by ``recv_array``).
+
+    Arrays of any length go in pieces of at most 2**31 - 1 bytes (MPI
+    counts are C ints), always at least one message, so the receiver needs
+    only the length.  The bytes are counted under ``op``.
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> if comm.Get_rank() == 0:                         # doctest: +SKIP
+    ...     C.send_array(comm, np.arange(5), 1, tag=7, op="example")
+    ... elif comm.Get_rank() == 1:
+    ...     data = C.recv_array(comm, np.empty(5, np.int64), 0, tag=7)
+    """
+    arr = _host(arr).reshape(-1)
+    step = max(1, _INT_MAX // max(1, arr.itemsize))
+    mpitype = _mpi_type(arr.dtype)
+    for s in range(0, max(arr.size, 1), step):
+        comm.Send([arr[s:s + step], mpitype], dest=dest, tag=tag)
+    record(op, arr.nbytes)
+
+
+def recv_array(comm, out, source, tag):
+    """Point to point: fill the 1-D numpy array ``out`` from ``send_array`` on ``source``.
+
+    Examples
+    --------
+    See ``send_array``.
+    """
+    step = max(1, _INT_MAX // max(1, out.itemsize))
+    mpitype = _mpi_type(out.dtype)
+    for s in range(0, max(out.size, 1), step):
+        comm.Recv([out[s:s + step], mpitype], source=source, tag=tag)
+    return out
+
+
+def bcast_array(comm, arr, root, op):
+    """Collective: ``root``'s 1-D array in ``arr`` on every rank (same length everywhere).
+
+    For the samplers' and trainers' exchanges, so that every MPI call of
+    the project goes through this module and is counted under ``op``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> C.bcast_array(C.world(), np.arange(3.0), 0, "example").tolist()
+    [0.0, 1.0, 2.0]
+    """
+    buf = _host(arr).reshape(-1)
+    step = max(1, _INT_MAX // max(1, buf.itemsize))
+    mpitype = _mpi_type(buf.dtype)
+    for s in range(0, buf.size, step):
+        comm.Bcast([buf[s:s + step], mpitype], root=root)
+    if comm.Get_rank() == root:
+        record(op, buf.nbytes * (comm.Get_size() - 1))
+    return buf
+
+
+def allreduce_array(comm, arr, reduction, op):
+    """Collective: the elementwise ``'sum'``, ``'max'`` or ``'min'`` of a 1-D array over the ranks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> C.allreduce_array(C.world(), np.array([1, 5]), "max", "example").tolist()
+    [1, 5]
+    """
+    MPI = mpi()
+    ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
+    if reduction not in ops:
+        raise ValueError(f"allreduce_array: argument 'reduction' must be one of "
+                         f"{sorted(ops)}; got {reduction!r}")
+    buf = _host(arr).reshape(-1)
+    out = np.empty_like(buf)
+    # No explicit datatype: reductions need MPI's predefined types, which
+    # mpi4py picks from the numpy buffer itself (mpi_type's are user types).
+    step = max(1, _INT_MAX // max(1, buf.itemsize))
+    for s in range(0, buf.size, step):
+        comm.Allreduce(buf[s:s + step], out[s:s + step], op=ops[reduction])
+    record(op, buf.nbytes * (comm.Get_size() - 1))
+    return out
 
 
 def alltoallv(comm, send, sendcounts, op):
@@ -326,6 +532,14 @@ def alltoallv(comm, send, sendcounts, op):
     ``send`` holds the data for rank 0, then rank 1, ...; ``sendcounts[r]``
     elements go to rank ``r``.  Returns ``(recv, recvcounts)``.  Messages of
     more than 2**31 - 1 elements are sent in rounds, so any size works.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> recv, counts = C.alltoallv(C.world(), np.arange(3), [3], "example")  # 1 rank
+    >>> recv.tolist(), counts.tolist()
+    ([0, 1, 2], [3])
     """
     MPI = mpi()
     p = comm.Get_size()
@@ -364,7 +578,16 @@ def alltoallv(comm, send, sendcounts, op):
 
 
 def allgatherv(comm, arr, op):
-    """Concatenate every rank's 1-D array on every rank: (all, counts)."""
+    """Concatenate every rank's 1-D array on every rank: (all, counts).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> out, counts = C.allgatherv(C.world(), np.arange(2.0), "example")   # 1 rank
+    >>> out.tolist(), counts.tolist()
+    ([0.0, 1.0], [2])
+    """
     MPI = mpi()
     arr = _host(arr)
     counts = allgather_int(comm, [arr.size])[:, 0]
@@ -392,6 +615,13 @@ class ProcessGrid:
     ``row_comm`` joins the c ranks of a process row (which hold the same
     block); ``col_comm`` joins the p/c ranks of a process column (which
     together hold every block once).  Created once per (comm, c).
+
+    Examples
+    --------
+    >>> from spla import comm as C
+    >>> g = C.grid(C.world(), 1)                       # on 1 rank
+    >>> (g.row, g.col, g.row_comm.Get_size(), g.col_comm.Get_size())
+    (0, 0, 1, 1)
     """
 
     def __init__(self, comm, c):
@@ -407,10 +637,29 @@ class ProcessGrid:
         self.col_comm = comm.Split(self.col, self.row)
 
 
-def _mpi_type(dtype):
-    """The MPI datatype of a numpy dtype (public mpi4py API, no private tables)."""
-    from mpi4py.util.dtlib import from_numpy_dtype
-    return from_numpy_dtype(dtype)
+def mpi_type(dtype):
+    """The MPI datatype of a numpy dtype (public mpi4py API, no private tables).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import comm as C
+    >>> t = C.mpi_type(np.float64)
+    >>> t.Get_size(), C.mpi_type(np.float64) is t
+    (8, True)
+    """
+    # from_numpy_dtype builds a new (committed, user) datatype on each call:
+    # one per dtype, kept for the life of the process, instead of one
+    # leaked per message.
+    dtype = np.dtype(dtype)
+    t = _MPI_TYPES.get(dtype)
+    if t is None:
+        from mpi4py.util.dtlib import from_numpy_dtype
+        t = _MPI_TYPES[dtype] = from_numpy_dtype(dtype)
+    return t
+
+
+_mpi_type = mpi_type
 
 
 def _free_grids(comm, keyval, grids):

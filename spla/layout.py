@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spla.checks import as_int, fail
-from spla.exceptions import LayoutError
+from spla.checks import as_int, describe, fail
+from spla.exceptions import InvalidValue, LayoutError
 
 
 def chunk(n, parts, i):
@@ -127,3 +127,68 @@ class Layout:
         if self.replicated or self.kind == "local":
             return 0, n
         return chunk(n, self.grid_rows, rank // self.c)
+
+
+#: the distributed layout kinds a user passes as ``layout=``
+DIST_KINDS = ("1d", "1.5d")
+
+
+def layout_of(func, layout, p, replication, replicate_graph):
+    """The ``Layout`` a user's arguments ask for on ``p`` ranks (pure, no MPI).
+
+    Checks every argument with messages that name ``func`` and the user's
+    argument names; the distributed factories run it inside
+    ``spla.comm.collective_checks`` so that every rank raises together.
+
+    Raises
+    ------
+    LayoutError
+        ``layout`` is not '1d' or '1.5d'; ``replication`` does not divide
+        ``p``, or is not 1 for '1d'.
+    InvalidValue
+        ``replication`` is not an integer >= 1; ``replicate_graph`` is not
+        a bool (or 0/1).
+
+    Examples
+    --------
+    >>> from spla.layout import layout_of
+    >>> layout_of("f", "1.5d", 6, 2, False)
+    Layout(kind='1.5d', p=6, c=2, replicated=False)
+    >>> from spla.exceptions import LayoutError
+    >>> try:
+    ...     layout_of("f", "1.5d", 6, 4, False)
+    ... except LayoutError as e:
+    ...     print(e)
+    f: argument 'replication' must be a divisor of the number of ranks p = 6; got 4
+    """
+    if not isinstance(layout, str) or layout not in DIST_KINDS:
+        fail(LayoutError, func, "layout", " or ".join(repr(k) for k in DIST_KINDS),
+             describe(layout))
+    c = as_int(func, "replication", replication, minimum=1)
+    if layout == "1d" and c != 1:
+        fail(LayoutError, func, "replication", "1 for layout '1d' (use '1.5d')", c)
+    if p % c:
+        fail(LayoutError, func, "replication", f"a divisor of the number of ranks p = {p}", c)
+    if not (isinstance(replicate_graph, (bool, np.bool_))
+            or (isinstance(replicate_graph, (int, np.integer)) and replicate_graph in (0, 1))):
+        fail(InvalidValue, func, "replicate_graph", "a bool", describe(replicate_graph))
+    return Layout(layout, p=p, c=c, replicated=bool(replicate_graph))
+
+
+def layout_code(L):
+    """Integers that identify a layout, for checking that ranks agree on it.
+
+    Examples
+    --------
+    >>> from spla.layout import Layout, layout_code
+    >>> layout_code(Layout("1.5d", p=4, c=2))
+    [1, 2, 0]
+    """
+    return [_KINDS.index(L.kind) - 1, L.c, int(L.replicated)]
+
+
+def show_layout(values):
+    """The inverse of ``layout_code`` for messages (a row of integers)."""
+    kind, c, replicated = (int(v) for v in values)
+    return (f"layout={_KINDS[kind + 1]!r}, replication={c}, "
+            f"replicate_graph={bool(replicated)}")

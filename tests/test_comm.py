@@ -23,3 +23,58 @@ def test_counters_stack_and_both_see_inner_traffic():
             C.record("allgatherv", 4)
         assert dict(inner) == {"allgatherv": 4}
     assert dict(outer) == {"allgatherv": 7}
+
+
+# -- one rank, no mpiexec: the helpers raise locally, with the house messages --
+import numpy as np
+import pytest
+
+import spla
+from spla.layout import layout_of
+
+
+def test_collective_checks_alone_raise_the_error_itself():
+    with pytest.raises(OverflowError) as info:
+        with C.collective_checks(None):
+            np.asarray([2 ** 70], np.int64)
+    assert info.value.collective_origin == 0
+    with C.collective_checks(C.mpi().COMM_SELF):   # one rank: nothing to agree with
+        pass
+
+
+def test_check_same_alone_returns_the_values():
+    assert C.check_same(None, "f", "k", [3, 4]).tolist() == [[3, 4]]
+    assert C.check_same(C.mpi().COMM_SELF, "f", "k", [5]).tolist() == [[5]]
+
+
+def test_as_comm_refuses_what_is_not_a_communicator():
+    assert C.as_comm(None) is C.world()
+    with pytest.raises(spla.DTypeError, match="distribute: argument 'comm' must be an mpi4py"):
+        C.as_comm("world", "distribute")
+    with pytest.raises(spla.DTypeError, match="argument 'comm'"):
+        spla.distribute(spla.Matrix.from_dense(np.eye(2)), comm=3)
+
+
+def test_grid_of_a_freed_communicator_is_not_reused():
+    for _ in range(3):
+        sub = C.mpi().COMM_SELF.Dup()
+        g = C.grid(sub, 1)
+        assert C.grid(sub, 1) is g and g.p == 1
+        sub.Free()
+        fresh = C.mpi().COMM_SELF.Dup()
+        assert C.grid(fresh, 1) is not g
+        fresh.Free()
+
+
+@pytest.mark.parametrize("args, cls, text", [
+    (("1d", 4, 2, False), spla.LayoutError, "argument 'replication' must be 1 for layout '1d'"),
+    (("1.5d", 4, 3, False), spla.LayoutError,
+     "argument 'replication' must be a divisor of the number of ranks p = 4"),
+    (("1.5d", 4, 2 ** 70, False), spla.LayoutError, "argument 'replication'"),
+    (("1.5d", 4, True, False), spla.InvalidValue, "argument 'replication' must be an integer"),
+    (("2d", 4, 1, False), spla.LayoutError, "argument 'layout' must be '1d' or '1.5d'"),
+    (("1d", 4, 1, "yes"), spla.InvalidValue, "argument 'replicate_graph' must be a bool"),
+])
+def test_layout_arguments_are_checked_with_the_callers_name(args, cls, text):
+    with pytest.raises(cls, match=f"^distribute: {text}"):
+        layout_of("distribute", *args)

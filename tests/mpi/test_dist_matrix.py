@@ -316,3 +316,54 @@ def test_bad_rows_raise_on_every_rank(comm, A):
     with pytest.raises(spla.IndexOutOfRange if last else spla.SplaError,
                        match="argument 'rows'" if last else f"rank {comm.size - 1}"):
         D.fetch_rows([A.nrows] if last else [0])
+
+
+def test_grids_follow_their_communicator(comm):
+    """A freed communicator's process grid is never reused by a new one.
+
+    MPICH recycles communicator handles after ``Free``; a grid cache keyed
+    by the handle once gave a new communicator the old grid, and ``gather``
+    returned 128 x 256 instead of 256 x 256.  Grids now live on the
+    communicator itself.
+    """
+    A = random_matrix(256, 256, 0.02, 11)
+    p = comm.size
+    for first_c, second in [(p, "split"), (1, "dup"), (p, "dup")]:
+        sub = comm.Dup()
+        D = spla.distribute(A, sub, layout="1.5d", replication=first_c)
+        assert D.gather().isequal(A) and D.grid.c == first_c
+        del D
+        sub.Free()
+        if second == "split":  # another size: the ranks below p/2 and the others
+            new = comm.Split(int(comm.rank < (p + 1) // 2), comm.rank)
+            c = 1
+        else:  # the same size, another replication
+            new = comm.Dup()
+            c = 1 if first_c != 1 else p
+        D = spla.distribute(A, new, layout="1.5d", replication=c)
+        q = new.Get_size()
+        assert (D.grid.p, D.grid.c) == (q, c)
+        assert D.layout.grid_rows == q // c
+        L = Layout("1.5d", q, c)
+        assert (D.row_start, D.row_stop) == L.block_rows(A.nrows, new.Get_rank())
+        G = D.gather()
+        assert G.shape == A.shape and G.isequal(A)
+        del D, G
+        new.Free()
+
+
+def test_scatter_from_root_in_pieces(comm, A, monkeypatch):
+    """Rank 0 sends each rank its block point to point, in messages of at
+    most ``_INT_MAX`` bytes (made tiny here), and counts what it sent."""
+    monkeypatch.setattr(C, "_INT_MAX", 40)
+    with C.counting() as moved:
+        D = spla.distribute(A if comm.rank == 0 else None, comm)
+    assert D.gather().isequal(A)
+    expect = 0
+    if comm.rank == 0:
+        for r in range(1, comm.size):
+            s, e = chunk(A.nrows, comm.size, r)
+            B = spla.extract(A, rows=np.arange(s, e))
+            # head (nnz, index size), indptr, indices, values
+            expect += 16 + 8 * (e - s + 1) + (B.indices.itemsize + 8) * B.nnz
+    assert moved.get("distribute", 0) == expect

@@ -91,3 +91,15 @@ def test_each_member_fetches_only_the_rows_of_its_range(comm):
         assert P.gather().isequal(ref)
         assert {k: v for k, v in moved.items() if v} == {k: v for k, v in expect.items() if v}, \
             (layout, c)
+
+
+def test_replicated_product_counts_its_entries_once(comm):
+    """Both operands replicated: every rank holds the whole product, and
+    ``nnz`` is its entry count (not that count times the replicas)."""
+    rs = np.random.RandomState(9)
+    A = spla.Matrix.from_scipy(sp.random(31, 31, density=0.1, format="csr", random_state=rs))
+    ref = spla.mxm(A, A).new()
+    for layout, c in grids(comm.size):
+        D = spla.distribute(A, comm, layout=layout, replication=c, replicate_graph=True)
+        P = spla.mxm(D, D)
+        assert P.nnz == ref.nnz and P.gather().isequal(ref), (layout, c)

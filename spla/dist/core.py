@@ -1,0 +1,458 @@
+"""``DistMatrix``, its factories (``distribute``, ``from_local``,
+``from_generator``) and the collective argument checks of every entry point.
+
+Every *Collective* function here checks all its arguments inside one
+``spla.comm.collective_checks`` block (then ``check_same`` for values that
+must agree between ranks) before its first message, so a bad argument on
+any one rank raises the same error on every rank instead of leaving the
+others waiting.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from spla import comm as C
+from spla.checks import as_index_array, as_shape, describe, fail, xp_array
+from spla.backend import to_host
+from spla.dist.fetch import IMPLEMENTATIONS, STRATEGIES, fetch_replicated
+from spla.dist.scatter import block_sum, gather_blocks, scatter_from_root
+from spla.dist.wire import row_block
+from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue
+from spla.layout import layout_code, layout_of, show_layout
+from spla.matrix import Matrix
+from spla.util import indptr_from_counts
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+class DistMatrix:
+    """A sparse matrix distributed by block rows over an MPI communicator.
+
+    Build one with ``distribute``, ``DistMatrix.from_local`` or
+    ``DistMatrix.from_generator`` (the constructor trusts its arguments).
+
+    Attributes
+    ----------
+    local : spla.Matrix
+        This rank's rows (``lshape``), global column ids.
+    shape, nnz : global dimensions and entry count.
+    row_start, row_stop : global rows held here.
+    layout : spla.layout.Layout
+    comm : MPI communicator
+    grid : spla.comm.ProcessGrid
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(3)))    # on 1 rank
+    >>> D.shape, D.lshape, D.nnz
+    ((3, 3), (3, 3), 3)
+    """
+
+    def __init__(self, local, shape, nnz, layout, comm, row_start):
+        self.local = local
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.nnz = int(nnz)
+        self.layout = layout
+        self.comm = comm
+        self.grid = C.grid(comm, layout.c)
+        self.row_start = int(row_start)
+        self.row_stop = self.row_start + local.nrows
+        self._cache = {}
+
+    @property
+    def lshape(self):
+        return self.local.shape
+
+    @property
+    def lnnz(self):
+        return self.local.nnz
+
+    @property
+    def nrows(self):
+        return self.shape[0]
+
+    @property
+    def ncols(self):
+        return self.shape[1]
+
+    @property
+    def dtype(self):
+        return self.local.dtype
+
+    @property
+    def device(self):
+        return self.local.device
+
+    def __repr__(self):
+        L = self.layout
+        return (f"<spla.DistMatrix {self.nrows}x{self.ncols}, nnz={self.nnz}, layout={L.kind}"
+                f"{' replicated' if L.replicated else ''}, p={L.p}, c={L.c}; rank "
+                f"{self.grid.rank} holds rows {self.row_start}:{self.row_stop} "
+                f"(nnz={self.lnnz})>")
+
+    # -- factories ---------------------------------------------------------
+    @classmethod
+    def from_local(cls, local, shape, *, comm=None, layout="1d", replication=1,
+                   replicate_graph=False):
+        """Collective: a DistMatrix from the block each rank already holds.
+
+        Collective: every rank of comm must call this.
+
+        Parameters
+        ----------
+        local : spla.Matrix
+            Exactly the rows ``layout.block_rows(n, rank)`` of the global
+            matrix (all rows when ``replicate_graph``), global column ids.
+        shape : (int, int)
+            The global shape, the same on every rank.
+        comm, layout, replication, replicate_graph
+            As for ``distribute``, the same on every rank.
+
+        Returns
+        -------
+        DistMatrix
+
+        Raises
+        ------
+        DTypeError, InvalidValue, LayoutError, DimensionMismatch
+            On every rank, when any rank's arguments are wrong or the ranks
+            disagree on ``shape`` or the layout.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> A = spla.Matrix.from_dense(np.eye(3))
+        >>> spla.DistMatrix.from_local(A, (3, 3)).nnz          # on 1 rank
+        3
+        """
+        func = "DistMatrix.from_local"
+        comm = C.as_comm(comm, func)
+        with C.collective_checks(comm):
+            L = layout_of(func, layout, comm.Get_size(), replication, replicate_graph)
+            n, m = _as_shape(func, shape)
+            if not isinstance(local, Matrix):
+                fail(DTypeError, func, "local", "a spla.Matrix", describe(local))
+        _agree_layout(func, comm, L)
+        C.check_same(comm, func, "shape", [n, m])
+        start, stop = L.block_rows(n, comm.Get_rank())
+        with C.collective_checks(comm):
+            if local.shape != (stop - start, m):
+                fail(DimensionMismatch, func, "local",
+                     f"a matrix of shape {(stop - start, m)} (rows {start}:{stop} of {n} "
+                     f"for this rank)", f"shape {local.shape}")
+        nnz = local.nnz if L.replicated else block_sum(C.grid(comm, L.c), local.nnz)
+        return cls(local, (n, m), nnz, L, comm, start)
+
+    @classmethod
+    def from_generator(cls, make_rows, shape, *, comm=None, layout="1d", replication=1,
+                       replicate_graph=False):
+        """Collective: each rank builds only its own rows with ``make_rows(start, stop)``.
+
+        Collective: every rank of comm must call this.
+
+        Parameters
+        ----------
+        make_rows : callable
+            ``make_rows(start, stop)`` returns a ``spla.Matrix`` of shape
+            ``(stop - start, shape[1])``: the global rows ``start:stop``.
+            An exception it raises on one rank is raised on every rank.
+        shape, comm, layout, replication, replicate_graph
+            As for ``from_local``.
+
+        Returns
+        -------
+        DistMatrix
+
+        Examples
+        --------
+        >>> import spla
+        >>> from spla.generators import rmat
+        >>> D = spla.DistMatrix.from_generator(lambda s, e: rmat(4, seed=1, rows=(s, e)),
+        ...                                    (16, 16))
+        >>> D.shape
+        (16, 16)
+        """
+        func = "DistMatrix.from_generator"
+        comm = C.as_comm(comm, func)
+        with C.collective_checks(comm):
+            L = layout_of(func, layout, comm.Get_size(), replication, replicate_graph)
+            n, m = _as_shape(func, shape)
+            if not callable(make_rows):
+                fail(DTypeError, func, "make_rows", "a callable make_rows(start, stop)",
+                     describe(make_rows))
+        _agree_layout(func, comm, L)
+        C.check_same(comm, func, "shape", [n, m])
+        start, stop = L.block_rows(n, comm.Get_rank())
+        with C.collective_checks(comm):
+            local = make_rows(start, stop)
+        return cls.from_local(local, (n, m), comm=comm, layout=layout,
+                              replication=replication, replicate_graph=replicate_graph)
+
+    # -- collectives ---------------------------------------------------------
+    def gather(self):
+        """Collective: the whole matrix on every rank (a host ``spla.Matrix``).
+
+        Collective: every rank of comm must call this.  A replicated matrix
+        returns its local matrix.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> A = spla.Matrix.from_dense(np.eye(3))
+        >>> spla.distribute(A).gather().isequal(A)            # on 1 rank
+        True
+        """
+        return gather_blocks(self)
+
+    def fetch_rows(self, rows, strategy="direct"):
+        """Collective: the rows ``rows`` of this matrix, sparsity-aware.
+
+        Collective: every rank of comm must call this (a rank that needs
+        no rows passes an empty list).
+
+        Parameters
+        ----------
+        rows : array_like of int
+            The global row ids this rank needs: any order, repeats allowed,
+            possibly none.  Ranks may ask for different rows.
+        strategy : {'direct', 'pooled'}, default 'direct'
+            The same on every rank.  ``'direct'``: this rank reads the rows
+            of its own block locally and fetches every other row it asked
+            for from the replica of the owning block in its own process
+            column (one Alltoallv of requests and replies).  ``'pooled'``:
+            the process row pools its members' requests, each member
+            fetches a ``1/c`` share of the blocks, and the row shares what
+            its members fetched.  Pooling fetches a row that several
+            members of a process row ask for once; sharing sends every
+            member the whole union.
+
+        Returns
+        -------
+        M : spla.Matrix
+            Shape ``(len(ids), ncols)``, on the host; row ``t`` is global
+            row ``ids[t]``.
+        ids : numpy.ndarray of int64
+            Ascending and distinct.  ``'direct'`` (and any replicated
+            matrix): the distinct rows this rank asked for.  ``'pooled'``:
+            the distinct rows that any rank of this rank's process row
+            asked for.
+
+        Raises
+        ------
+        InvalidValue
+            On every rank: a ``strategy`` other than 'direct' or 'pooled',
+            or ranks passing different strategies.
+        IndexOutOfRange
+            On every rank: a row id outside ``[0, nrows)`` on some rank.
+        DTypeError
+            On every rank: row ids that are not integers on some rank
+            (float ids are refused, never truncated).
+
+        Notes
+        -----
+        Nothing moves when the matrix is replicated.  On the wire, row ids
+        are int32 when ``nrows < 2**31``, and row lengths and column
+        indices int32 when ``ncols < 2**31`` (int64 otherwise); values keep
+        their dtype.  The bytes each rank sends are counted under
+        ``'fetch_rows.request'`` and ``'fetch_rows.reply'`` (pooled also
+        ``'fetch_rows.pool'`` and ``'fetch_rows.share'``); the counts are
+        in ``docs/distributed.rst``.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(4)))   # on 1 rank
+        >>> M, ids = D.fetch_rows([3, 1, 3])
+        >>> ids.tolist(), M.shape
+        ([1, 3], (2, 4))
+        """
+        return _fetch(self, rows, strategy, "DistMatrix.fetch_rows")
+
+    def rows_view(self, rows, strategy="direct"):
+        """Collective: an ``nrows x ncols`` local matrix holding at least ``rows``.
+
+        Collective: every rank of comm must call this, except on a
+        replicated matrix, which returns its local matrix without any
+        message (the arguments are still checked, on this rank).
+
+        Rows not fetched are empty; the index pointer costs 8 bytes per row
+        of the global matrix.  A drop-in for the global matrix in any local
+        computation that reads only those rows.  ``rows`` and ``strategy``
+        are those of ``fetch_rows``, with the same errors.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(4)))   # on 1 rank
+        >>> V = D.rows_view([2])
+        >>> V.shape, V.row_degrees().tolist()
+        ((4, 4), [0, 0, 1, 0])
+        """
+        func = "DistMatrix.rows_view"
+        if self.layout.replicated:
+            # Ranks of a replicated graph call this independently (samplers
+            # give them different numbers of minibatches): no agreement.
+            with C.collective_checks(None):
+                _check_strategy(func, strategy)
+                _as_rows(func, rows, self.nrows)
+            return self.local
+        M, ids = _fetch(self, rows, strategy, func)
+        counts = np.zeros(self.nrows, np.int64)
+        counts[ids] = M.row_degrees()
+        return Matrix._new(indptr_from_counts(counts), M.indices, M.values, self.shape)
+
+
+def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False):
+    """Collective: spread a global matrix over the ranks of ``comm``.
+
+    Collective: every rank of comm must call this.
+
+    Parameters
+    ----------
+    A : spla.Matrix, scipy.sparse matrix, or None
+        The global matrix: passed by every rank (each keeps its rows, no
+        communication), or by rank 0 only (the others pass None; rank 0
+        sends each rank its rows).
+    comm : MPI communicator, default COMM_WORLD
+    layout : {'1d', '1.5d'}
+    replication : int, default 1
+        c, the number of ranks per process row of the (p/c) x c grid;
+        must divide p ('1d' requires 1).
+    replicate_graph : bool, default False
+        Every rank holds the whole matrix (the graph-replicated mode:
+        sampling then needs no communication).
+
+    Returns
+    -------
+    DistMatrix
+
+    Raises
+    ------
+    LayoutError
+        On every rank: c does not divide p, an unknown layout, ranks passing
+        different global shapes or layouts.
+    DTypeError
+        On every rank: ``A`` is not a matrix (on some rank).
+    InvalidValue
+        On every rank: ``replication`` is not a positive integer, or
+        ``replicate_graph`` not a bool (on some rank).
+    DimensionMismatch
+        On every rank: rank 0 passed no matrix.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(4)))   # on 1 rank
+    >>> D.gather().nnz
+    4
+    """
+    func = "distribute"
+    comm = C.as_comm(comm, func)
+    rank = comm.Get_rank()
+    with C.collective_checks(comm):
+        L = layout_of(func, layout, comm.Get_size(), replication, replicate_graph)
+        if A is not None and not isinstance(A, Matrix):
+            if not sp.issparse(A):
+                fail(DTypeError, func, "A", "a spla.Matrix, a scipy.sparse matrix or None",
+                     describe(A))
+            A = Matrix.from_scipy(A)
+        if A is not None:
+            A = A.to("cpu")
+        if rank == 0 and A is None:
+            fail(DimensionMismatch, func, "A", "a matrix on rank 0", "None")
+    _agree_layout(func, comm, L)
+    meta = [-1, -1, -1, -1] if A is None else [A.nrows, A.ncols, A.nnz, C.dtype_code(A.dtype)]
+    allm = C.check_same(comm, func, "A", meta, present=A is not None,
+                        expected="the same matrix shape, nnz and dtype on every rank that "
+                                 "passes it", show=_show_meta)
+    n, m, nnz, dcode = (int(v) for v in allm[0])
+    start, stop = L.block_rows(n, rank)
+    local = None
+    if A is not None:
+        local = A if L.replicated else row_block(A, start, stop)
+    has = allm[:, 0] >= 0
+    if not has.all():
+        local = scatter_from_root(comm, A, L, (n, m), C.code_dtype(dcode), local, has)
+    return DistMatrix(local, (n, m), nnz, L, comm, start)
+
+
+def fetch_rows(D, rows, strategy="direct"):
+    """Collective: the rows ``rows`` of ``D`` (see ``DistMatrix.fetch_rows``).
+
+    Collective: every rank of D's communicator must call this.  ``D``
+    itself is checked on each rank only: a rank with no DistMatrix has no
+    communicator to agree over.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from spla.dist import fetch_rows
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(4)))   # on 1 rank
+    >>> fetch_rows(D, [0])[1].tolist()
+    [0]
+    """
+    func = "fetch_rows"
+    if not isinstance(D, DistMatrix):
+        fail(DTypeError, func, "D", "a spla.DistMatrix", describe(D))
+    return _fetch(D, rows, strategy, func)
+
+
+def _fetch(D, rows, strategy, func):
+    """The one path of every fetch: agreed checks, then the strategy.
+
+    ``func`` is the public name the caller was reached by, for messages.
+    """
+    with C.collective_checks(D.comm):
+        _check_strategy(func, strategy)
+        rows = _as_rows(func, rows, D.nrows)
+    # The strategies exchange different messages, so ranks that disagree
+    # would pair unrelated collectives: disagreement is an error too.
+    C.check_same(D.comm, func, "strategy", [STRATEGIES.index(strategy)], cls=InvalidValue,
+                 show=lambda v: repr(STRATEGIES[int(v[0])]))
+    if D.layout.replicated:
+        return fetch_replicated(D, rows)
+    return IMPLEMENTATIONS[strategy](D, rows)
+
+
+def _check_strategy(func, strategy):
+    if not (isinstance(strategy, str) and strategy in STRATEGIES):
+        fail(InvalidValue, func, "strategy", " or ".join(repr(s) for s in STRATEGIES),
+             describe(strategy))
+
+
+def _as_rows(func, rows, n):
+    """Distinct ascending host int64 row ids, each in ``[0, n)``."""
+    if isinstance(rows, (list, tuple)) and rows and all(
+            isinstance(r, numbers.Integral) and not isinstance(r, bool) for r in rows):
+        # Python ints may exceed int64 (numpy would make an object array
+        # or raise OverflowError): range-check them before converting.
+        lo, hi = min(rows), max(rows)
+        if lo < 0 or hi >= n:
+            fail(IndexOutOfRange, func, "rows", f"row ids in [0, {n})", lo if lo < 0 else hi)
+    _, a = xp_array(rows)
+    if a.dtype == object:
+        fail(DTypeError, func, "rows", "integer row ids", describe(rows))
+    a = as_index_array(func, "rows", a, bound=n)
+    return np.unique(to_host(a))
+
+
+def _as_shape(func, shape):
+    n, m = as_shape(func, shape)
+    for arg, v in (("shape[0]", n), ("shape[1]", m)):
+        if v > _INT64_MAX:
+            fail(InvalidValue, func, arg, "an integer below 2**63", v)
+    return n, m
+
+
+def _agree_layout(func, comm, L):
+    C.check_same(comm, func, "layout/replication/replicate_graph", layout_code(L),
+                 show=show_layout)
+
+
+def _show_meta(v):
+    n, m, nnz, code = (int(x) for x in v)
+    dt = C.code_dtype(code)
+    return f"shape ({n}, {m}), nnz {nnz}, dtype {'structural' if dt is None else dt}"
