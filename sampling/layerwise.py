@@ -265,14 +265,12 @@ def _column_norms(A_sq, D):
     from spla import comm as C
     acc = None
     if g.row > 0:
-        acc = np.empty(A_sq.ncols, A_sq.dtype)
-        cc.Recv(acc, source=g.row - 1, tag=21)
+        acc = C.recv_array(cc, np.empty(A_sq.ncols, A_sq.dtype), g.row - 1, tag=21)
     acc = reduce_columnwise(A_sq, "plus", init=acc)
     if g.row < cc.Get_size() - 1:
-        cc.Send(np.ascontiguousarray(acc), dest=g.row + 1, tag=21)
-        C.record("column_norms", acc.nbytes)
-    cc.Bcast(acc, root=cc.Get_size() - 1)
-    return acc
+        C.send_array(cc, np.ascontiguousarray(acc), g.row + 1, 21, "column_norms")
+    # op=None: the broadcast is outside this step's counted byte model.
+    return C.bcast_array(cc, acc, cc.Get_size() - 1, None)
 
 
 def _counts(ptr):

@@ -14,6 +14,7 @@ left waiting in a collective.
 """
 
 import contextlib
+import threading
 from collections import defaultdict
 
 import numpy as np
@@ -22,7 +23,16 @@ from spla.checks import describe
 from spla.exceptions import DTypeError, LayoutError, SplaError
 
 _INT_MAX = 2 ** 31 - 1
-_counters = []  # stack of active counters (dicts)
+# Active byte counters, per Python thread: a counting() block measures what
+# its own thread moves, not what a background thread moves meanwhile.
+_local = threading.local()
+
+
+def _counters():
+    stack = getattr(_local, "counters", None)
+    if stack is None:
+        stack = _local.counters = []
+    return stack
 _GRID_KEYVAL = []  # the MPI attribute key of the process grids (created once)
 _MPI_TYPES = {}  # numpy dtype -> MPI datatype (see mpi_type)
 
@@ -76,6 +86,10 @@ def as_comm(comm, func="spla"):
 def counting():
     """Count bytes sent by this rank per operation name inside the block.
 
+    Counters nest (an inner block's bytes count in the outer ones too) and
+    belong to the calling thread: bytes moved by other threads meanwhile are
+    not counted here.
+
     Examples
     --------
     >>> from spla import comm as C
@@ -85,20 +99,24 @@ def counting():
     16
     """
     c = defaultdict(int)
-    _counters.append(c)
+    stack = _counters()
+    stack.append(c)
     try:
         yield c
     finally:
         # By identity: list.remove compares by value, and two nested counters
         # with equal counts (both empty, say) would remove the outer one.
-        for i, other in enumerate(_counters):
+        for i, other in enumerate(stack):
             if other is c:
-                del _counters[i]
+                del stack[i]
                 break
 
 
 def record(op, nbytes):
     """Add ``nbytes`` sent by this rank under ``op`` to every active counter.
+
+    ``op=None`` counts nothing (for messages outside any byte model, such as
+    the scalars of a progress report).
 
     Examples
     --------
@@ -108,7 +126,9 @@ def record(op, nbytes):
     >>> dict(moved)
     {'example': 8}
     """
-    for c in _counters:
+    if op is None:
+        return
+    for c in _counters():
         c[op] += int(nbytes)
 
 
@@ -522,7 +542,10 @@ def allreduce_array(comm, arr, reduction, op):
     step = max(1, _INT_MAX // max(1, buf.itemsize))
     for s in range(0, buf.size, step):
         comm.Allreduce(buf[s:s + step], out[s:s + step], op=ops[reduction])
-    record(op, buf.nbytes * (comm.Get_size() - 1))
+    # Counted as a bandwidth-optimal allreduce sends (reduce-scatter, then
+    # allgather): 2 (p - 1) / p of the buffer per rank.
+    p = comm.Get_size()
+    record(op, 2 * buf.nbytes * (p - 1) // p)
     return out
 
 

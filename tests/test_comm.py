@@ -78,3 +78,27 @@ def test_grid_of_a_freed_communicator_is_not_reused():
 def test_layout_arguments_are_checked_with_the_callers_name(args, cls, text):
     with pytest.raises(cls, match=f"^distribute: {text}"):
         layout_of("distribute", *args)
+
+
+def test_counters_belong_to_their_thread():
+    import threading
+    seen = {}
+
+    def other():
+        with C.counting() as mine:
+            C.record("other", 5)
+        seen["other"] = dict(mine)
+
+    with C.counting() as moved:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        C.record("here", 3)
+    assert dict(moved) == {"here": 3}
+    assert seen["other"] == {"other": 5}
+
+
+def test_record_with_no_op_counts_nothing():
+    with C.counting() as moved:
+        C.record(None, 99)
+    assert dict(moved) == {}

@@ -255,13 +255,10 @@ class Trainer:
                 for p, g in zip(self.params, grads):
                     p.grad = g / total
             return total
-        from mpi4py import MPI
         flat = torch.cat([g.reshape(-1) for g in grads] +
                          [torch.tensor([float(loss), float(n_seeds)], device=grads[0].device)])
         buf = flat.detach().to("cpu", torch.float32).numpy().copy()
-        out = np.empty_like(buf)
-        self.comm.Allreduce(buf, out, op=MPI.SUM)
-        C.record("train.allreduce", int(2 * buf.nbytes * (self.size - 1) / self.size))
+        out = C.allreduce_array(self.comm, buf, "sum", "train.allreduce")
         self._check_loss(float(out[-2]), where)
         total = float(out[-1])
         if total > 0:
@@ -287,11 +284,8 @@ class Trainer:
     def _reduce(self, values, op="sum"):
         if self.size == 1:
             return np.asarray(values, np.float64)
-        from mpi4py import MPI
-        buf = np.asarray(values, np.float64)
-        out = np.empty_like(buf)
-        self.comm.Allreduce(buf, out, op=MPI.SUM if op == "sum" else MPI.MAX)
-        return out
+        # op=None: scalars for the report are not part of the training step's bytes.
+        return C.allreduce_array(self.comm, np.asarray(values, np.float64), op, None)
 
     def _progress(self, text):
         show = self.opts.progress

@@ -41,10 +41,6 @@ from spla.dist.fetch import STRATEGIES
 from spla.dist.spgemm import dist_mxm
 from spla.dist.wire import row_block, row_block_list, wire_int
 from spla.layout import Layout, chunk, chunk_bounds
-from spla.comm import _WIRE_DTYPES as _DTYPES, dtype_code as _dtype_code  # noqa: F401
-
-# _DTYPES/_dtype_code: kept only until sampling/distributed.py imports
-# spla.comm.dtype_code/code_dtype instead; remove them then.
 
 __all__ = ["DistMatrix", "distribute", "fetch_rows", "dist_mxm", "STRATEGIES", "row_block",
            "row_block_list", "wire_int", "chunk", "chunk_bounds", "Layout"]
