@@ -6,7 +6,6 @@ train to ``loss nan`` with exit status 0, float labels were truncated, and
 a label out of range added a class.
 """
 
-import ast
 import os
 
 import numpy as np
@@ -131,48 +130,3 @@ def test_rmat_dataset_declares_its_classes():
     ds = rmat_dataset(6, num_classes=5)
     assert ds.classes == 5 and ds.num_classes == 5
 
-
-def _sampling_imports():
-    """Module -> the sampling modules it imports (module or function level)."""
-    pkg = os.path.join(ROOT, "sampling")
-    graph = {}
-    for dirpath, _, files in os.walk(pkg):
-        for f in files:
-            if not f.endswith(".py"):
-                continue
-            rel = os.path.relpath(os.path.join(dirpath, f), ROOT)[:-3].replace(os.sep, ".")
-            mod = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
-            is_pkg = f == "__init__.py"
-            tree = ast.parse(open(os.path.join(dirpath, f)).read())
-            deps = set()
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    deps.update(a.name for a in node.names)
-                elif isinstance(node, ast.ImportFrom):
-                    base = node.module or ""
-                    if node.level:
-                        parts = mod.split(".") if is_pkg else mod.split(".")[:-1]
-                        parts = parts[:len(parts) - node.level + 1]
-                        base = ".".join(parts + ([base] if base else []))
-                    deps.add(base)
-                    deps.update(f"{base}.{a.name}" for a in node.names)
-            graph[mod] = deps
-    return {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
-
-
-def test_no_import_cycles_in_sampling():
-    graph = _sampling_imports()
-    assert "sampling.datasets" in graph and "sampling.train.trainer" in graph
-    state = {}
-
-    def visit(m, path):
-        if state.get(m) == "done":
-            return
-        assert state.get(m) != "open", "import cycle: " + " -> ".join(path + [m])
-        state[m] = "open"
-        for d in sorted(graph[m]):
-            visit(d, path + [m])
-        state[m] = "done"
-
-    for m in sorted(graph):
-        visit(m, [])
