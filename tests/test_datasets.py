@@ -16,7 +16,6 @@ from sampling.dataset import Dataset
 from sampling.datasets import DATA_DIR, EMBEDDED, load, load_npz
 from sampling.synthetic import rmat_dataset
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
