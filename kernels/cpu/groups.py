@@ -280,5 +280,7 @@ def _check_group_sizes(func, arg, first_ptr, entries):
     if entries is not None:
         most = most + entries
     if most.size and int(most.max()) >= GROUP_LIMIT:
-        raise KernelLimitError(func, arg, "groups of fewer than 2**32 distinct columns",
+        limit = GROUP_LIMIT
+        shown = f"2**{limit.bit_length() - 1}" if limit & (limit - 1) == 0 else str(limit)
+        raise KernelLimitError(func, arg, f"groups of fewer than {shown} distinct columns",
                                f"one with up to {int(most.max())}")
