@@ -28,9 +28,11 @@ import numba
 
 #: Default work below which a kernel runs its serial twin: roughly the entries
 #: (or rows, or picks) a kernel touches, as its ``work`` estimate counts them.
-#: Measured break-even of the two threads on a quiet 2-core machine: see
-#: docs/design.rst ("Small inputs run serially").
-SERIAL_WORK = 1 << 15
+#: Two threads break even with one at 2**11-2**13 on a quiet 2-core machine
+#: and are 1.4-1.6x faster at 2**14 (docs/design.rst, "Small inputs run
+#: serially"); below 2**14 a region's gain is tens of microseconds, while a
+#: descheduled thread costs the region a scheduler slice.
+SERIAL_WORK = 1 << 14
 
 
 def _renamed(fn, suffix):
