@@ -569,7 +569,12 @@ HUGE_NCOLS = 2 ** 40
 
 def _spread(rs, ptr, idx, ncols_small):
     """The same matrix with column j renamed to the j-th of sorted huge ids."""
-    ids = np.sort(rs.choice(2 ** 36, max(ncols_small, 1), replace=False)) * 16 + 5
+    k = max(ncols_small, 1)
+    ids = np.unique(rs.randint(0, 2 ** 36, 4 * k, dtype=np.int64))
+    while ids.size < k:   # (``choice`` without replacement would permute 2**36 ids)
+        ids = np.unique(np.concatenate([ids, rs.randint(0, 2 ** 36, k, dtype=np.int64)]))
+    ids = rs.permutation(ids)[:k]
+    ids = np.sort(ids) * 16 + 5
     return ptr, ids[idx].astype(np.int64), ids
 
 
