@@ -3,4 +3,19 @@
 ``kernels.cpu`` holds numba ``@njit`` kernels, ``kernels.cuda`` their
 numba.cuda twins.  Helpers shared by both (random numbers, searches, the
 row-level sampler) live at this level.
+
+Importing this package sets ``OMP_WAIT_POLICY=PASSIVE`` in the environment
+unless the user set it: numba's threading layer here is OpenMP (GNU
+libgomp), whose threads by default spin at the end of every parallel region
+waiting for the others.  On a machine with more runnable threads than cores
+a spinning thread burns the core that the thread it waits for needs, and a
+loop of small parallel regions slows down tenfold and more.  libgomp reads
+the variable once, when numba first loads it (the first parallel call), so
+it must be set before that: this module is imported before any kernel runs.
+See docs/design.rst ("Threads") for the measurements; set
+``OMP_WAIT_POLICY=ACTIVE`` to get the spinning back.
 """
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

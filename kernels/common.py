@@ -121,3 +121,113 @@ def contains(a, lo, hi, x):
         if a[i] == x:
             return True
     return False
+
+
+
+# -- Open-addressing hash tables over int64 keys ----------------------------
+#
+# Column-indexed work on a sparse column space (a group's columns, a
+# product row's columns) goes through a table sized by the work, never by
+# the column count.  A table of ``2**bits`` slots is one int64 array of
+# ``2 * 2**bits`` words interleaving key and value (``table[2s]``,
+# ``table[2s+1]``), so a hit reads one cache line; keys are >= 0 and
+# ``EMPTY_KEY`` marks a free slot.  Callers allocate the array (the CUDA
+# twins do not use these).
+
+#: Key of a free slot.
+EMPTY_KEY = np.int64(-1)
+# Fibonacci hashing: the top bits of key * 2**64 / golden ratio spread
+# consecutive and strided ids evenly over the table.
+_FIB = np.uint64(0x9E3779B97F4A7C15)
+_MIN_BITS = 4
+
+
+@numba.njit(cache=True, inline="always")
+def table_bits(n_keys):
+    """log2 of the slots of a table for ``n_keys`` keys: at most half full."""
+    bits = _MIN_BITS
+    while (np.int64(1) << bits) < 2 * n_keys:
+        bits += 1
+    return bits
+
+
+@numba.njit(cache=True, inline="always")
+def hash_slot(key, bits):
+    """Home slot of ``key`` in a table of ``2**bits`` slots."""
+    return np.int64((np.uint64(key) * _FIB) >> np.uint64(64 - bits))
+
+
+@numba.njit(cache=True, inline="always")
+def probe(table, key, bits):
+    """Slot holding ``key``, or the free slot where it would go (linear probing).
+
+    The table must have a free slot (``table_bits`` keeps it half empty).
+    """
+    mask = (np.int64(1) << bits) - 1
+    s = hash_slot(key, bits)
+    while True:
+        k = table[2 * s]
+        if k == key or k == EMPTY_KEY:
+            return s
+        s = (s + 1) & mask
+
+
+@numba.njit(cache=True, inline="always")
+def clear_table(table, bits):
+    """Free the first ``2**bits`` slots of ``table``."""
+    n = np.int64(2) << bits
+    for t in range(0, n, 2):
+        table[t] = EMPTY_KEY
+
+
+# -- Plain Python (not njit): rules the kernels' Python wrappers share ------
+
+def index_dtype(bound):
+    """int32 when every index is at most ``bound`` and ``bound < 2**31``, else int64.
+
+    The one index-dtype rule of the kernels (``spla.checks.index_dtype``
+    states the same rule for spla): column indices narrower than 64 bits
+    halve their memory traffic when the dimension allows it.
+
+    Parameters
+    ----------
+    bound : int
+        The largest index value the array may hold (or its dimension).
+
+    Returns
+    -------
+    numpy.dtype
+
+    Examples
+    --------
+    >>> from kernels.common import index_dtype
+    >>> index_dtype(2**31 - 1), index_dtype(2**31)
+    (dtype('int32'), dtype('int64'))
+    """
+    return np.dtype(np.int32) if int(bound) <= 2 ** 31 - 1 else np.dtype(np.int64)
+
+
+class KernelLimitError(ValueError):
+    """An input beyond a documented limit of a kernel.
+
+    ``kernels`` imports nothing from ``spla``, so it cannot raise spla's
+    exceptions; spla translates this one into its ``InvalidValue`` with its
+    own function name, keeping the house message shape ``func: argument
+    'arg' must be <expected>; got <got>``.
+
+    Parameters
+    ----------
+    func : str
+        The kernel that refused the input.
+    arg : str
+        The argument at fault, named as the kernel names it.
+    expected, got : str
+        What the argument must be, and what was received.
+    """
+
+    def __init__(self, func, arg, expected, got):
+        self.func = func
+        self.arg = arg
+        self.expected = expected
+        self.got = got
+        super().__init__(f"{func}: argument {arg!r} must be {expected}; got {got}")

@@ -115,7 +115,8 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
     array([[3., 1., 0.],
            [0., 0., 8.]])
     """
-    from spla.exceptions import InvalidCSR, DimensionMismatch
+    from kernels.common import KernelLimitError
+    from spla.exceptions import InvalidCSR, DimensionMismatch, InvalidValue
     from spla.structure import _group_ptr
     from spla.checks import fail
     func = "extract_blockwise"
@@ -128,8 +129,11 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
     if row_ptr.size != col_ptr.size:
         fail(DimensionMismatch, func, "col_ptr", f"{row_ptr.size} offsets", f"{col_ptr.size}")
     K = backend.kernels_for(A.device)
-    ptr, idx, src, first_dup = K.groups.extract_groups(A.indptr, A.indices, rows, row_ptr,
-                                                       cols, col_ptr, A.ncols)
+    try:
+        ptr, idx, src, first_dup = K.groups.extract_groups(A.indptr, A.indices, rows, row_ptr,
+                                                           cols, col_ptr, A.ncols)
+    except KernelLimitError as e:
+        fail(InvalidValue, func, e.arg, e.expected, e.got)
     if first_dup >= 0:
         fail(InvalidCSR, func, "cols", "distinct columns within each group",
              f"column {int(cols[first_dup])} repeated at position {first_dup}")

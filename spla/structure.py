@@ -6,6 +6,7 @@ serves both devices; each is a handful of scans, gathers and a stable sort.
 
 import numpy as np
 
+from kernels.common import KernelLimitError
 from spla import backend
 from spla.checks import describe, fail
 from spla.util import indptr_from_counts, row_ids
@@ -113,11 +114,18 @@ def compact_columns(A):
     """
     A = as_matrix("compact_columns", "A", A)
     xp = A.xp
-    used = xp.zeros(A.ncols, bool)
-    used[A.indices] = True
-    kept = xp.flatnonzero(used).astype(np.int64)
-    new_id = xp.cumsum(used, dtype=np.int64) - 1
-    idx = new_id[A.indices] if A.nnz else xp.zeros(0, np.int64)
+    if A.ncols <= 4 * A.nnz:
+        # Few empty columns: a mask over the columns is cheaper than a sort.
+        used = xp.zeros(A.ncols, bool)
+        used[A.indices] = True
+        kept = xp.flatnonzero(used).astype(np.int64)
+        new_id = xp.cumsum(used, dtype=np.int64) - 1
+        idx = new_id[A.indices] if A.nnz else xp.zeros(0, np.int64)
+    else:
+        # Mostly empty columns (2**40 of them, say): sort the entries'
+        # columns instead of allocating anything of the column count.
+        kept, idx = xp.unique(A.indices.astype(np.int64), return_inverse=True)
+        idx = idx.reshape(-1).astype(np.int64)
     return (Matrix._new(A.indptr, _narrow_indices(idx, kept.size), A.values,
                         (A.nrows, int(kept.size))), kept)
 
@@ -195,8 +203,11 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
             fail(DimensionMismatch, func, "first_ptr", f"{n_groups + 1} offsets",
                  f"{first_ptr.size}")
     K = backend.kernels_for(A.device)
-    out_idx, perm, kept, kept_ptr, first_dup = K.groups.compact_groups(
-        A.indptr, A.indices, row_ptr, first, first_ptr, A.ncols)
+    try:
+        out_idx, perm, kept, kept_ptr, first_dup = K.groups.compact_groups(
+            A.indptr, A.indices, row_ptr, first, first_ptr, A.ncols)
+    except KernelLimitError as e:
+        fail(InvalidValue, func, e.arg, e.expected, e.got)
     if first_dup >= 0:
         fail(InvalidCSR, func, "first", "distinct leading columns within each group",
              f"column {int(first[first_dup])} repeated at position {first_dup}")

@@ -560,6 +560,76 @@ def check_groups(C, G, dev):
 
 
 # --------------------------------------------------------------------------
+# Sparse column spaces: column ids scattered over 2**40, where the CPU
+# kernels switch to hashed maps and accumulators and the CUDA ones to
+# sorted maps (neither may allocate anything of the column count).
+
+HUGE_NCOLS = 2 ** 40
+
+
+def _spread(rs, ptr, idx, ncols_small):
+    """The same matrix with column j renamed to the j-th of sorted huge ids."""
+    k = max(ncols_small, 1)
+    ids = np.unique(rs.randint(0, 2 ** 36, 4 * k, dtype=np.int64))
+    while ids.size < k:   # (``choice`` without replacement would permute 2**36 ids)
+        ids = np.unique(np.concatenate([ids, rs.randint(0, 2 ** 36, k, dtype=np.int64)]))
+    ids = rs.permutation(ids)[:k]
+    ids = np.sort(ids) * 16 + 5
+    return ptr, ids[idx].astype(np.int64), ids
+
+
+def check_sparse_columns(C, G, dev):
+    rs = np.random.RandomState(17)
+    for nrows, small, fam in ((12, 20, 0), (30, 25, 1), (5, 3, 0)):
+        idt, vdt = TYPES[fam]
+        ptr, idx0, val = rand_csr(rs, nrows, small, val_dtype=vdt)
+        ptr, idx, ids = _spread(rs, ptr, idx0, small)
+        what = f"{nrows}x2**40 ({small} used) {np.dtype(vdt)}"
+        # extract_cols, selected columns repeated and some never used.
+        cols = np.concatenate([rs.choice(ids, 2 * small), [7, 2 ** 39]]).astype(np.int64)
+        for hv in (True, False):
+            v = val if hv else np.zeros(0, vdt)
+            want = C.extract.extract_cols(ptr, idx, v, hv, cols, HUGE_NCOLS)
+            got = G.extract.extract_cols(dev(ptr), dev(idx), dev(v), hv, dev(cols),
+                                         HUGE_NCOLS)
+            assert_same(got, want, f"extract_cols {what} hv={hv}")
+        # A (nrows x small, general: rows of several entries) @ B (small x 2**40).
+        a_ptr, a_idx, a_val = rand_csr(rs, nrows, small, val_dtype=vdt)
+        b_ptr, b_idx0, b_val = rand_csr(rs, small, small, val_dtype=vdt)
+        b_ptr, b_idx, _ = _spread(rs, b_ptr, b_idx0, small)
+        want_ptr = C.spgemm.spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, HUGE_NCOLS)
+        got_ptr = G.spgemm.spgemm_symbolic(dev(a_ptr), dev(a_idx), dev(b_ptr), dev(b_idx),
+                                           HUGE_NCOLS)
+        assert_same(got_ptr, want_ptr, f"spgemm_symbolic {what}")
+        one = np.ones(1, vdt)
+        for add, mul in SEMIRINGS[:3]:
+            want = C.spgemm.spgemm_numeric(a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val,
+                                           True, HUGE_NCOLS, want_ptr, add, mul, one)
+            got = G.spgemm.spgemm_numeric(dev(a_ptr), dev(a_idx), dev(a_val), True,
+                                          dev(b_ptr), dev(b_idx), dev(b_val), True,
+                                          HUGE_NCOLS, dev(want_ptr), add, mul, dev(one))
+            assert_same(got, want, f"spgemm_numeric {what} add={add} mul={mul}")
+        # Groups over the huge column space.
+        row_ptr = _group_ptr(rs, nrows, 3)
+        first = np.concatenate([rs.choice(ids, min(3, ids.size), replace=False)
+                                for _ in range(3)]).astype(np.int64)
+        first_ptr = np.arange(4, dtype=np.int64) * min(3, ids.size)
+        want = C.groups.compact_groups(ptr, idx, row_ptr, first, first_ptr, HUGE_NCOLS)
+        got = G.groups.compact_groups(dev(ptr), dev(idx), dev(row_ptr), dev(first),
+                                      dev(first_ptr), HUGE_NCOLS)
+        assert_same(got, want, f"compact_groups {what}")
+        rows = rs.randint(0, nrows, 2 * nrows).astype(np.int64)
+        rptr = _group_ptr(rs, rows.size, 3)
+        gcols = np.concatenate([rs.choice(ids, rs.randint(0, ids.size + 1), replace=False)
+                                for _ in range(3)]).astype(np.int64)
+        cptr = _group_ptr(rs, gcols.size, 3)
+        want = C.groups.extract_groups(ptr, idx, rows, rptr, gcols, cptr, HUGE_NCOLS)
+        got = G.groups.extract_groups(dev(ptr), dev(idx), dev(rows), dev(rptr), dev(gcols),
+                                      dev(cptr), HUGE_NCOLS)
+        assert_same(got, want, f"extract_groups {what}")
+
+
+# --------------------------------------------------------------------------
 # Under the simulator (child process only).
 
 @pytest.fixture(scope="module")
@@ -659,6 +729,12 @@ def test_sim_groups(backends):
 
 @sim
 @pytest.mark.cudasim
+def test_sim_sparse_column_space(backends):
+    check_sparse_columns(*backends, _np)
+
+
+@sim
+@pytest.mark.cudasim
 def test_sim_skewed_rows_use_the_linear_scan():
     """The sample tests' skewed rows exhaust the rejection budget, so the
     exact linear-scan fallback of ``sample_one_row`` is compared too."""
@@ -716,7 +792,7 @@ def test_gpu_sample_csr_matches_cpu():
 @pytest.mark.parametrize("check", [check_csr, check_spgemm, check_spgemm_gather,
                                    check_extract, check_ewise, check_map_select,
                                    check_reduce, check_sample, check_sample_gather,
-                                   check_groups])
+                                   check_groups, check_sparse_columns])
 def test_gpu_kernel_matches_cpu(check):
     C, G, dev = _gpu()
     check(C, G, dev)

@@ -10,6 +10,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from kernels.parallel import parallel_kernel
+
 
 @numba.njit(cache=True)
 def coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
@@ -64,7 +66,7 @@ def coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
     return new_ptr, idx[:f].copy(), out_val[:f].copy() if hv else out_val, first_dup
 
 
-@numba.njit(parallel=True, cache=True)
+@parallel_kernel(lambda ptr, idx: int(idx.size))
 def first_unsorted(ptr, idx):
     """Smallest entry position that is not strictly after its row neighbour, or -1."""
     n = ptr.size - 1

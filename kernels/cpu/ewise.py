@@ -9,6 +9,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from kernels.parallel import parallel_kernel
 from kernels.semiring_ops import add_op, mul_op
 
 
@@ -67,7 +68,11 @@ def _merge_fill(a_idx, p, ahi, a_val, a_hv, b_idx, q, bhi, b_val, b_hv, union, o
             q += 1
 
 
-@numba.njit(parallel=True, cache=True)
+def _ewise_work(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, *rest):
+    return int(a_idx.size) + int(b_idx.size)
+
+
+@parallel_kernel(_ewise_work)
 def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
           one):
     n = a_ptr.size - 1
@@ -90,7 +95,7 @@ def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
 
 # User functions arrive as numba dispatchers; a kernel taking one is compiled
 # per function, and numba cannot cache such specialisations, hence no cache.
-@numba.njit(parallel=True)
+@parallel_kernel(lambda vals, f, out: int(vals.size), cache=False)
 def map_values_into(vals, f, out):
     """``out[t] = f(vals[t])`` for every value."""
     for t in prange(vals.size):
@@ -106,7 +111,7 @@ def map_values(vals, f):
     return map_values_into(vals, f, np.empty(vals.size, dtype))
 
 
-@numba.njit(parallel=True)
+@parallel_kernel(lambda ptr, idx, vals, pred: int(idx.size), cache=False)
 def select_mask(ptr, idx, vals, pred):
     """Boolean mask of the entries (i, j, v) with ``pred(i, j, v)`` true."""
     n = ptr.size - 1

@@ -2,17 +2,35 @@
 
 ``gather_rows`` builds ``A[rows, :]`` (rows may repeat, any order).
 ``extract_cols`` builds ``A[:, cols]`` where ``cols`` may repeat and come in
-any order: output column ``t`` is input column ``cols[t]``.  A column map in
-CSR form (input column -> output positions, built by a counting sort) lets
-each row be expanded in one pass and then sorted.
+any order: output column ``t`` is input column ``cols[t]``.  A column map
+(input column -> the output positions that select it, in increasing
+position) lets each row be expanded in one pass and then sorted.
+
+The map is dense (a counting sort over the input columns) when the column
+count is small next to the work, and hashed (a stable sort of ``cols`` and a
+hash table of its distinct columns, ``kernels.common.probe``) otherwise, so
+a matrix of 2**40 columns and a few entries costs what its entries cost.
+Both give the same positions in the same order.
 """
 
 import numba
 import numpy as np
 from numba import prange
 
+from kernels.common import EMPTY_KEY, probe, table_bits
+from kernels.parallel import parallel_kernel
 
-@numba.njit(parallel=True, cache=True)
+#: The dense column map is used while ``ncols <= DENSE_MAP_FACTOR * (entries
+#: + selected columns)``: filling and scanning ncols + 1 words is then cheaper
+#: than hashing every entry's column.
+DENSE_MAP_FACTOR = 4
+
+
+def _gather_work(ptr, idx, val, hv, rows):
+    return int(rows.size)
+
+
+@parallel_kernel(_gather_work)
 def gather_rows(ptr, idx, val, hv, rows):
     n = rows.size
     out_ptr = np.zeros(n + 1, np.int64)
@@ -37,7 +55,7 @@ def gather_rows(ptr, idx, val, hv, rows):
 
 @numba.njit(cache=True)
 def column_map(cols, ncols):
-    """CSR map from input column to the output positions that select it."""
+    """Dense CSR map from input column to the output positions that select it."""
     map_ptr = np.zeros(ncols + 1, np.int64)
     for t in range(cols.size):
         map_ptr[cols[t] + 1] += 1
@@ -52,17 +70,66 @@ def column_map(cols, ncols):
     return map_ptr, map_pos
 
 
-@numba.njit(parallel=True, cache=True)
-def extract_cols(ptr, idx, val, hv, cols, ncols):
-    """``A[:, cols]``: returns (indptr, indices, values, source positions)."""
+@numba.njit(cache=True)
+def hashed_column_map(cols):
+    """The column map over the distinct selected columns only.
+
+    Returns ``(table, bits, run_ptr, map_pos)``: ``table`` maps an input
+    column to its run ``u``; ``map_pos[run_ptr[u]:run_ptr[u+1]]`` are the
+    output positions selecting it, increasing (a stable sort).
+    """
+    m = cols.size
+    map_pos = np.argsort(cols, kind="mergesort")
+    runs = 0
+    for t in range(m):
+        if t == 0 or cols[map_pos[t]] != cols[map_pos[t - 1]]:
+            runs += 1
+    run_ptr = np.empty(runs + 1, np.int64)
+    bits = table_bits(runs)
+    table = np.full(np.int64(2) << bits, EMPTY_KEY, np.int64)
+    u = -1
+    for t in range(m):
+        c = np.int64(cols[map_pos[t]])
+        if t == 0 or c != cols[map_pos[t - 1]]:
+            u += 1
+            run_ptr[u] = t
+            s = probe(table, c, bits)
+            table[2 * s] = c
+            table[2 * s + 1] = u
+    run_ptr[runs] = m
+    return table, bits, run_ptr, map_pos.astype(np.int64)
+
+
+@numba.njit(cache=True, inline="always")
+def _run(j, hashed, map_ptr, table, bits):
+    """Run of input column ``j`` in the column map (-1: not selected)."""
+    if not hashed:
+        return np.int64(j)
+    s = probe(table, np.int64(j), bits)
+    if table[2 * s] == EMPTY_KEY:
+        return np.int64(-1)
+    return table[2 * s + 1]
+
+
+def use_dense_map(n_entries, n_cols_selected, ncols):
+    """Whether the dense column map is the cheaper one (see ``DENSE_MAP_FACTOR``)."""
+    return int(ncols) <= DENSE_MAP_FACTOR * (int(n_entries) + int(n_cols_selected))
+
+
+def _cols_work(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits):
+    return int(idx.size)
+
+
+@parallel_kernel(_cols_work)
+def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits):
     n = ptr.size - 1
-    map_ptr, map_pos = column_map(cols, ncols)
     out_ptr = np.zeros(n + 1, np.int64)
     for i in prange(n):
         c = 0
         for q in range(ptr[i], ptr[i + 1]):
-            j = idx[q]
-            c += map_ptr[j + 1] - map_ptr[j]
+            u = _run(idx[q], hashed, map_ptr, table, bits)
+            if u >= 0:
+                c += map_ptr[u + 1] - map_ptr[u]
         out_ptr[i + 1] = c
     for i in range(n):
         out_ptr[i + 1] += out_ptr[i]
@@ -72,8 +139,10 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
     for i in prange(n):
         f = out_ptr[i]
         for q in range(ptr[i], ptr[i + 1]):
-            j = idx[q]
-            for m in range(map_ptr[j], map_ptr[j + 1]):
+            u = _run(idx[q], hashed, map_ptr, table, bits)
+            if u < 0:
+                continue
+            for m in range(map_ptr[u], map_ptr[u + 1]):
                 out_idx[f] = map_pos[m]
                 src[f] = q
                 f += 1
@@ -93,7 +162,36 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
     return out_ptr, out_idx, out_val, src
 
 
-@numba.njit(parallel=True, cache=True)
+def extract_cols(ptr, idx, val, hv, cols, ncols):
+    """``A[:, cols]``: returns (indptr, indices, values, source positions).
+
+    Parameters
+    ----------
+    ptr, idx, val : arrays
+        CSR input (``val`` may be empty when ``hv`` is False).
+    hv : bool
+        Whether the input has values.
+    cols : int array
+        Selected input columns (may repeat, any order).
+    ncols : int
+        Number of input columns: picks the dense or the hashed column map.
+    """
+    if use_dense_map(idx.size, cols.size, ncols):
+        map_ptr, map_pos = column_map(cols, ncols)
+        table = np.zeros(0, np.int64)
+        bits = 0
+        hashed = False
+    else:
+        table, bits, map_ptr, map_pos = hashed_column_map(cols)
+        hashed = True
+    return _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits)
+
+
+def _take_work(arr, pos):
+    return int(pos.size)
+
+
+@parallel_kernel(_take_work)
 def take(arr, pos):
     """``arr[pos]`` for int64 positions, in parallel.
 

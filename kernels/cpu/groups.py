@@ -10,54 +10,31 @@ lay the groups out block-diagonally:
   get the column ``kept_ptr[g] + local id``.
 * ``extract_groups``: block ``g`` is ``A[rows_g, cols_g]``.
 
-Groups are processed in parallel; each worker owns a tag array over the
-input columns holding, in one 64-bit word, the last group that saw the
-column (high 32 bits) and the column's local id in that group (low 32
-bits), so marking is one random read per entry with no hashing and no
-clearing between groups.  Output rows are sorted by column
-(canonical CSR); ``perm`` tells where each output entry came from so values
-can be gathered by the caller.
+Groups are processed in parallel.  Each group relabels its columns through
+its own open-addressing hash table (column -> local id), sized to a power of
+two at least twice the group's work (its leading columns plus its entries,
+or its selected columns), so the table is at most half full and fits in
+cache.  Nothing is sized by the input's column count, nothing outlives the
+call, and concurrent calls from several Python threads share nothing.
+Output rows are sorted by column (canonical CSR); ``perm`` tells where each
+output entry came from so values can be gathered by the caller.
 """
 
 import numba
 import numpy as np
 from numba import prange
 
+from kernels.common import EMPTY_KEY as _EMPTY
+from kernels.common import KernelLimitError
+from kernels.common import clear_table as _clear
+from kernels.common import probe as _probe
+from kernels.common import table_bits as _table_bits
+from kernels.parallel import parallel_kernel
 
-#: Group stamps live in the high 32 bits of a tag: at most this many groups
-#: between two refills of the tag arrays.
-_STAMP_LIMIT = 2 ** 31 - 1
-#: Local ids live in the low 32 bits: a group may hold fewer columns.
+#: A group may hold fewer distinct columns than this (local ids and the
+#: hash tables' slots are counted in 64 bits, but a table for 2**32 columns
+#: would take 128 GiB: such a group is an error, not a workload).
 GROUP_LIMIT = 2 ** 32
-
-
-class _Scratch:
-    """Per-thread tag arrays over the input columns, kept between calls.
-
-    Each call uses fresh group stamps (a running base), so the arrays are
-    filled once, not on every call (at 2**20 columns a fresh fill costs more
-    than relabelling a small bulk).
-    """
-
-    def __init__(self):
-        self.tags = None
-        self.base = 0
-
-    def take(self, parts, ncols, n_groups):
-        if self.tags is None or self.tags.shape != (parts, ncols) or \
-                self.base + n_groups >= _STAMP_LIMIT:
-            self.tags = np.full((parts, ncols), -1, np.int64)
-            self.base = 0
-        base = self.base
-        self.base += n_groups
-        return self.tags, base
-
-
-_scratch = _Scratch()
-
-
-def _parts():
-    return numba.get_num_threads()
 
 
 @numba.njit(cache=True, inline="always")
@@ -89,18 +66,12 @@ def _group_bounds(n_groups, parts):
     return b
 
 
-@numba.njit(cache=True, inline="always")
-def _tag(stamp, lid):
-    return (stamp << 32) | lid
+def _compact_work(ptr, idx, row_ptr, first, first_ptr, parts):
+    return int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size)
 
 
-@numba.njit(cache=True, inline="always")
-def _lid(tag):
-    return tag & 0xFFFFFFFF
-
-
-@numba.njit(parallel=True, cache=True)
-def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, tags_all, base):
+@parallel_kernel(_compact_work)
+def _compact(ptr, idx, row_ptr, first, first_ptr, parts):
     G = row_ptr.size - 1
     nnz_base = ptr[row_ptr[0]]
     f_base = first_ptr[0]
@@ -108,31 +79,41 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, tags_all, base):
     local = np.empty(ptr[row_ptr[G]] - nnz_base, np.int64)
     cnt = np.zeros(G + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, tags_all.shape[0])
+    bounds = _group_bounds(G, parts)
     for c in prange(bounds.size - 1):
-        tags = tags_all[c]
+        # One table per worker, sized for its largest group and cleared per
+        # group (clearing costs what the group's work costs).
+        most = np.int64(0)
         for g in range(bounds[c], bounds[c + 1]):
-            sg = np.int64(base + g)
+            w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
+            most = max(most, w)
+        table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+        for g in range(bounds[c], bounds[c + 1]):
+            bits = _table_bits((first_ptr[g + 1] - first_ptr[g])
+                               + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]]))
+            _clear(table, bits)
             off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
             n = np.int64(0)
             for t in range(first_ptr[g], first_ptr[g + 1]):
                 v = first[t]
-                if (tags[v] >> 32) == sg:
+                s = _probe(table, v, bits)
+                if table[2 * s] == v:
                     if dup[g] < 0:
                         dup[g] = t
                     continue
-                tags[v] = _tag(sg, n)
+                table[2 * s] = v
+                table[2 * s + 1] = n
                 tmp[off + n] = v
                 n += 1
             for e in range(ptr[row_ptr[g]], ptr[row_ptr[g + 1]]):
                 v = idx[e]
-                tg = tags[v]
-                if (tg >> 32) != sg:
-                    tg = _tag(sg, n)
-                    tags[v] = tg
+                s = _probe(table, v, bits)
+                if table[2 * s] != v:
+                    table[2 * s] = v
+                    table[2 * s + 1] = n
                     tmp[off + n] = v
                     n += 1
-                local[e - nnz_base] = _lid(tg)
+                local[e - nnz_base] = table[2 * s + 1]
             cnt[g + 1] = n
     for g in range(G):
         cnt[g + 1] += cnt[g]
@@ -165,27 +146,44 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
 
     Parameters
     ----------
-    ptr, idx : CSR structure of the input (all rows).
-    row_ptr : int64, groups of rows: group g is rows ``row_ptr[g]:row_ptr[g+1]``.
-    first, first_ptr : int64, the leading columns of each group (CSR-like).
-    ncols : number of input columns.
+    ptr, idx : array
+        CSR structure of the input (all rows).
+    row_ptr : int64 array
+        Groups of rows: group g is rows ``row_ptr[g]:row_ptr[g+1]``.
+    first, first_ptr : int64 arrays
+        The leading columns of each group (CSR-like).
+    ncols : int
+        Number of input columns (unused: no work is sized by it; kept for
+        the CUDA twin's signature).
 
     Returns
     -------
-    out_idx : int64, block-diagonal column of every entry of rows
+    out_idx : int64 array
+        Block-diagonal column of every entry of rows
         ``row_ptr[0]:row_ptr[-1]`` (rows sorted).
-    perm : int64, input entry position of every output entry.
-    kept, kept_ptr : int64, original column ids of each group's columns.
-    first_dup : position in ``first`` of the first repeated leading column
-        within a group, or -1.
+    perm : int64 array
+        Input entry position of every output entry.
+    kept, kept_ptr : int64 arrays
+        Original column ids of each group's columns.
+    first_dup : int
+        Position in ``first`` of the first repeated leading column within a
+        group, or -1.
+
+    Raises
+    ------
+    KernelLimitError
+        A group that may hold ``GROUP_LIMIT`` columns or more.
     """
-    _check_group_sizes("compact_groups", first_ptr, np.diff(ptr[row_ptr]))
-    tags, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
-    return _compact(ptr, idx, row_ptr, first, first_ptr, ncols, tags, base)
+    _check_group_sizes("compact_groups", "row_ptr", first_ptr, np.diff(ptr[row_ptr]))
+    return _compact(ptr, idx, row_ptr, first, first_ptr, numba.get_num_threads())
 
 
-@numba.njit(parallel=True, cache=True)
-def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, tags_all, base):
+def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
+    return int(rows.size) + int(cols.size)
+
+
+@parallel_kernel(_extract_work)
+def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
     G = row_ptr.size - 1
     nr = rows.size
     # Upper bound per output row: the input row's length.
@@ -198,23 +196,31 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, tags_all, base):
     tmp_src = np.empty(ub[nr], np.int64)
     cnt = np.zeros(nr + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, tags_all.shape[0])
+    bounds = _group_bounds(G, parts)
     for c in prange(bounds.size - 1):
-        tags = tags_all[c]
+        most = np.int64(0)
         for g in range(bounds[c], bounds[c + 1]):
-            sg = np.int64(base + g)
+            most = max(most, col_ptr[g + 1] - col_ptr[g])
+        table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+        for g in range(bounds[c], bounds[c + 1]):
+            bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
+            _clear(table, bits)
             for t in range(col_ptr[g], col_ptr[g + 1]):
                 v = cols[t]
-                if (tags[v] >> 32) == sg and dup[g] < 0:
+                s = _probe(table, v, bits)
+                if table[2 * s] == v and dup[g] < 0:
                     dup[g] = t
-                tags[v] = _tag(sg, t - col_ptr[g])
+                # A repeated column maps to its last position (as the CUDA
+                # twin's search does); repeats are refused by the caller.
+                table[2 * s] = v
+                table[2 * s + 1] = t - col_ptr[g]
             for i in range(row_ptr[g], row_ptr[g + 1]):
                 r = rows[i]
                 f = ub[i]
                 for e in range(ptr[r], ptr[r + 1]):
-                    tg = tags[idx[e]]
-                    if (tg >> 32) == sg:
-                        tmp_idx[f] = col_ptr[g] + _lid(tg)
+                    s = _probe(table, idx[e], bits)
+                    if table[2 * s] != _EMPTY:
+                        tmp_idx[f] = col_ptr[g] + table[2 * s + 1]
                         tmp_src[f] = e
                         f += 1
                 cnt[i + 1] = f - ub[i]
@@ -238,22 +244,43 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, tags_all, base):
 def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     """Block-diagonal extraction: block g is ``A[rows_g, cols_g]``.
 
-    Returns ``(indptr, indices, src, first_dup)``: output column of block g's
-    entry is ``col_ptr[g] + position in cols_g``; ``src`` indexes A's entries;
-    ``first_dup`` is the position in ``cols`` of the first column repeated
-    within a group, or -1 (repeats are not allowed).
+    Parameters
+    ----------
+    ptr, idx : array
+        CSR structure of the input.
+    rows, row_ptr : int64 arrays
+        Rows of each group (CSR-like; rows may repeat).
+    cols, col_ptr : int64 arrays
+        Columns of each group (CSR-like; distinct within a group).
+    ncols : int
+        Number of input columns (unused: no work is sized by it; kept for
+        the CUDA twin's signature).
+
+    Returns
+    -------
+    indptr, indices, src : int64 arrays
+        The output: block g's entry has column ``col_ptr[g] + position in
+        cols_g``; ``src`` indexes A's entries.
+    first_dup : int
+        Position in ``cols`` of the first column repeated within a group, or
+        -1 (repeats are not allowed).
+
+    Raises
+    ------
+    KernelLimitError
+        A group of ``GROUP_LIMIT`` columns or more.
     """
-    _check_group_sizes("extract_groups", col_ptr, None)
-    tags, base = _scratch.take(_parts(), ncols, row_ptr.size - 1)
-    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, tags, base)
+    _check_group_sizes("extract_groups", "col_ptr", col_ptr, None)
+    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, numba.get_num_threads())
 
 
-def _check_group_sizes(func, first_ptr, entries):
-    """Local ids are 32-bit: refuse (never wrap) a group with 2**32 columns or more."""
+def _check_group_sizes(func, arg, first_ptr, entries):
+    """Refuse a group that may hold ``GROUP_LIMIT`` columns or more."""
     most = np.diff(first_ptr)
     if entries is not None:
         most = most + entries
     if most.size and int(most.max()) >= GROUP_LIMIT:
-        from spla.exceptions import InvalidValue
-        raise InvalidValue(f"{func}: a group may hold fewer than 2**32 distinct columns; "
-                            f"got one with up to {int(most.max())}")
+        limit = GROUP_LIMIT
+        shown = f"2**{limit.bit_length() - 1}" if limit & (limit - 1) == 0 else str(limit)
+        raise KernelLimitError(func, arg, f"groups of fewer than {shown} distinct columns",
+                               f"one with up to {int(most.max())}")

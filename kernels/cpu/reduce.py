@@ -8,10 +8,11 @@ import numba
 import numpy as np
 from numba import prange
 
+from kernels.parallel import parallel_kernel
 from kernels.semiring_ops import add_op
 
 
-@numba.njit(parallel=True, cache=True)
+@parallel_kernel(lambda ptr, val, hv, op, identity, one: int(ptr[-1]) + int(ptr.size))
 def reduce_rows(ptr, val, hv, op, identity, one):
     n = ptr.size - 1
     out = np.empty(n, identity.dtype)

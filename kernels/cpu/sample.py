@@ -18,6 +18,7 @@ from numba import prange
 
 from kernels.common import row_key
 from kernels.its import UNIFORM, row_stats, sample_one_row
+from kernels.parallel import parallel_kernel
 
 
 @numba.njit(cache=True, inline="always")
@@ -50,7 +51,13 @@ def _exclusive_scan_into(counts):
         counts[i] += counts[i - 1]
 
 
-@numba.njit(parallel=True, cache=True)
+def _sample_csr_work(indptr, values, has_values, k_scalar, k_arr, *rest):
+    # Every entry is scanned (weights) or the picks dominate (structural).
+    rows = int(indptr.size) - 1
+    return int(indptr[-1]) if has_values else rows * max(1, int(k_scalar))
+
+
+@parallel_kernel(_sample_csr_work)
 def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
                stream, replace):
     """Sample every row of a CSR matrix; see the module docstring."""
@@ -78,7 +85,7 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     return out_ptr, out
 
 
-@numba.njit(parallel=True, cache=True)
+@parallel_kernel(lambda indptr, values: int(indptr[-1]))
 def row_prefix(indptr, values):
     """Per-row inclusive prefix sums (float64), positive counts and modes.
 
@@ -129,7 +136,14 @@ def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
                    a_has_values, a_prefix, m, p, key, replace)
 
 
-@numba.njit(parallel=True, cache=True)
+def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values,
+                        a_prefix, a_positives, a_modes, k_scalar, *rest):
+    # Picks: rows times k.  A per-row k array's mean would need a pass over
+    # it, so the scalar k (at least 1) stands for it: an estimate suffices.
+    return (int(q_indptr.size) - 1) * max(1, int(k_scalar))
+
+
+@parallel_kernel(_sample_gather_work)
 def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
                   a_has_values, a_prefix, a_positives, a_modes, k_scalar,
                   k_arr, row_ids, seed, stream, replace):
@@ -157,7 +171,7 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     return out_ptr, out
 
 
-@numba.njit(parallel=True, cache=True)
+@parallel_kernel(lambda indptr, pos: int(pos.size))
 def dedup_sorted_rows(indptr, pos):
     """Fold repeats in rows of sorted positions: (indptr, positions, counts)."""
     n = indptr.size - 1

@@ -1,9 +1,14 @@
 """Sparse times sparse (SpGEMM) over a semiring, CPU.
 
 Gustavson's row-by-row algorithm in two passes: ``spgemm_symbolic`` counts
-each output row with a dense marker, ``spgemm_numeric`` fills it with a dense
-accumulator.  Rows are processed in chunks so each worker thread owns one
-marker/accumulator pair (a ``last row seen`` marker never needs clearing).
+each output row, ``spgemm_numeric`` fills it.  Rows are processed in chunks,
+each with its own scratch, allocated per call: a dense marker/accumulator
+over the output columns (a ``last row seen`` marker never needs clearing)
+while the column count is at most ``DENSE_ACC_FACTOR`` times the chunk's
+products, else a hash accumulator (``kernels.common.probe``) sized to twice
+the chunk's longest row of products, so a product with 2**40 columns and a
+few entries allocates what its entries need.  Both accumulate a column's
+terms in the same order, so the outputs are bit-identical.
 
 ``spgemm_gather`` is the fast path for a left operand with at most one entry
 per row (a row selection, the sampler's common case): each output row is one
@@ -17,7 +22,14 @@ import numba
 import numpy as np
 from numba import prange
 
+from kernels.common import clear_table, index_dtype, probe, table_bits
+from kernels.parallel import parallel_kernel
 from kernels.semiring_ops import ADD_PLUS, MUL_TIMES, add_op, mul_op
+
+#: A chunk uses the dense marker/accumulator while ``ncols <= DENSE_ACC_FACTOR
+#: * (the chunk's products)``: filling ncols words then costs at most a few
+#: times what the chunk's work costs, and direct indexing beats hashing.
+DENSE_ACC_FACTOR = 4
 
 
 def _parts():
@@ -34,23 +46,68 @@ def _chunks(n, parts):
     return bounds
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True, inline="always")
+def _row_products(a_ptr, a_idx, b_ptr, i):
+    """Number of products of row ``i`` (an upper bound of its output entries)."""
+    w = np.int64(0)
+    for p in range(a_ptr[i], a_ptr[i + 1]):
+        k = a_idx[p]
+        w += b_ptr[k + 1] - b_ptr[k]
+    return w
+
+
+@numba.njit(cache=True, inline="always")
+def _chunk_products(a_ptr, a_idx, b_ptr, r0, r1):
+    """(total, largest row) products of rows ``r0:r1``."""
+    total = np.int64(0)
+    most = np.int64(0)
+    for i in range(r0, r1):
+        w = _row_products(a_ptr, a_idx, b_ptr, i)
+        total += w
+        most = max(most, w)
+    return total, most
+
+
+def _spgemm_work(a_ptr, a_idx, b_ptr, *rest):
+    # Entries of A times B's mean row length: the products, without a pass.
+    nb = max(1, b_ptr.size - 1)
+    return int(a_idx.size) * max(1, int(b_ptr[-1]) // nb) if b_ptr.size else 0
+
+
+@parallel_kernel(_spgemm_work)
 def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, parts):
     n = a_ptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
     bounds = _chunks(n, parts)
     for c in prange(bounds.size - 1):
-        marker = np.full(ncols, -1, np.int64)
-        for i in range(bounds[c], bounds[c + 1]):
-            cnt = 0
-            for p in range(a_ptr[i], a_ptr[i + 1]):
-                k = a_idx[p]
-                for q in range(b_ptr[k], b_ptr[k + 1]):
-                    j = b_idx[q]
-                    if marker[j] != i:
-                        marker[j] = i
-                        cnt += 1
-            out_ptr[i + 1] = cnt
+        total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
+        if ncols <= DENSE_ACC_FACTOR * total:
+            marker = np.full(ncols, -1, np.int64)
+            for i in range(bounds[c], bounds[c + 1]):
+                cnt = 0
+                for p in range(a_ptr[i], a_ptr[i + 1]):
+                    k = a_idx[p]
+                    for q in range(b_ptr[k], b_ptr[k + 1]):
+                        j = b_idx[q]
+                        if marker[j] != i:
+                            marker[j] = i
+                            cnt += 1
+                out_ptr[i + 1] = cnt
+        else:
+            table = np.empty(np.int64(2) << table_bits(most), np.int64)
+            for i in range(bounds[c], bounds[c + 1]):
+                bits = table_bits(_row_products(a_ptr, a_idx, b_ptr, i))
+                clear_table(table, bits)
+                cnt = 0
+                for p in range(a_ptr[i], a_ptr[i + 1]):
+                    k = a_idx[p]
+                    for q in range(b_ptr[k], b_ptr[k + 1]):
+                        j = b_idx[q]
+                        s = probe(table, j, bits)
+                        if table[2 * s] != j:
+                            table[2 * s] = j
+                            cnt += 1
+                out_ptr[i + 1] = cnt
     for i in range(n):
         out_ptr[i + 1] += out_ptr[i]
     return out_ptr
@@ -74,7 +131,39 @@ def _finish_row(out_idx, out_val, acc, marker, i, start, f, lo, hi):
         out_val[t] = acc[out_idx[t]]
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True, inline="always")
+def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, add,
+                 mul, onev, r0, r1, most, out_idx, out_val):
+    """Rows ``r0:r1`` of the product through a hash accumulator."""
+    bits_most = table_bits(most)
+    table = np.empty(np.int64(2) << bits_most, np.int64)
+    acc = np.empty(np.int64(1) << bits_most, out_val.dtype)
+    for i in range(r0, r1):
+        bits = table_bits(_row_products(a_ptr, a_idx, b_ptr, i))
+        clear_table(table, bits)
+        start = out_ptr[i]
+        f = start
+        for p in range(a_ptr[i], a_ptr[i + 1]):
+            k = a_idx[p]
+            av = a_val[p] if a_hv else onev
+            for q in range(b_ptr[k], b_ptr[k + 1]):
+                j = b_idx[q]
+                bv = b_val[q] if b_hv else onev
+                prod = mul_op(mul, av, bv, onev)
+                s = probe(table, j, bits)
+                if table[2 * s] != j:
+                    table[2 * s] = j
+                    acc[s] = prod
+                    out_idx[f] = j
+                    f += 1
+                else:
+                    acc[s] = add_op(add, acc[s], prod)
+        out_idx[start:f].sort()
+        for t in range(start, f):
+            out_val[t] = acc[probe(table, out_idx[t], bits)]
+
+
+@parallel_kernel(_spgemm_work)
 def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
              ncols, out_ptr, add, mul, one, idx_proto, parts):
     n = a_ptr.size - 1
@@ -86,6 +175,11 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     fast = add == ADD_PLUS and mul == MUL_TIMES and a_hv and b_hv
     bounds = _chunks(n, parts)
     for c in prange(bounds.size - 1):
+        total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
+        if ncols > DENSE_ACC_FACTOR * total:
+            _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr,
+                         add, mul, onev, bounds[c], bounds[c + 1], most, out_idx, out_val)
+            continue
         marker = np.full(ncols, -1, np.int64)
         acc = np.empty(ncols, one.dtype)
         for i in range(bounds[c], bounds[c + 1]):
@@ -137,7 +231,7 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     """Fill ``A @ B`` given the row pointer from ``spgemm_symbolic``:
     returns (indices, values)."""
     # int32 column indices when they fit: half the output traffic.
-    proto = np.empty(0, np.int32 if ncols <= np.iinfo(np.int32).max else np.int64)
+    proto = np.empty(0, index_dtype(ncols))
     return _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                     ncols, out_ptr, add, mul, one, proto, _parts())
 
@@ -157,7 +251,11 @@ def gather_row_fill(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul
             f += 1
 
 
-@numba.njit(parallel=True, cache=True)
+def _gather_work(a_ptr, *rest):
+    return int(a_ptr.size - 1)
+
+
+@parallel_kernel(_gather_work)
 def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
                   one):
     """``A @ B`` for an A with at most one entry per row (row gather)."""

@@ -5,13 +5,23 @@ thread.  ``extract_cols`` builds the same column map as the CPU kernel (input
 column -> output positions, in increasing position), expands each row with
 one thread, then sorts the expansion by (row, output column) with a stable
 sort; output columns are distinct within a row, so the order is the CPU one.
+
+The map is dense (indexed by input column) under the CPU kernel's rule
+(``kernels.cpu.extract.use_dense_map``); otherwise it holds the distinct
+selected columns sorted, and a thread finds an entry's column by binary
+search (``kernels.common.lower_bound``) instead of the CPU's hash table:
+same runs, same positions, no array of the input's column count.
 """
 
 import numpy as np
 from numba import cuda
 
-from kernels.cuda._util import (BLOCK, _xp, argsort_stable, blocks, host_int,
+from kernels.common import lower_bound as _lower_bound
+from kernels.cpu.extract import use_dense_map
+from kernels.cuda._util import (BLOCK, _xp, argsort_stable, blocks, device, host_int,
                                 scan, stable_order)
+
+lower_bound = device(_lower_bound)
 
 
 @cuda.jit(cache=True)
@@ -40,28 +50,39 @@ def _gather_fill(ptr, idx, val, hv, rows, out_ptr, out_idx, out_val):
 
 
 @cuda.jit(cache=True)
-def _cols_count(ptr, idx, map_ptr, counts):
+def _cols_count(ptr, idx, map_ptr, keys, searched, counts):
     n = ptr.size - 1
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, n, stride):
         c = 0
         for q in range(ptr[i], ptr[i + 1]):
-            j = idx[q]
-            c += map_ptr[j + 1] - map_ptr[j]
+            u = idx[q]
+            if searched:
+                # The run of a selected column, -1 for the others.
+                p = lower_bound(keys, 0, keys.size, u)
+                u = p if p < keys.size and keys[p] == u else -1
+            if u >= 0:
+                c += map_ptr[u + 1] - map_ptr[u]
         counts[i + 1] = c
 
 
 @cuda.jit(cache=True)
-def _cols_expand(ptr, idx, map_ptr, map_pos, out_ptr, e_row, e_idx, e_src):
+def _cols_expand(ptr, idx, map_ptr, map_pos, keys, searched, out_ptr, e_row, e_idx,
+                 e_src):
     n = ptr.size - 1
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, n, stride):
         f = out_ptr[i]
         for q in range(ptr[i], ptr[i + 1]):
-            j = idx[q]
-            for m in range(map_ptr[j], map_ptr[j + 1]):
+            u = idx[q]
+            if searched:
+                p = lower_bound(keys, 0, keys.size, u)
+                u = p if p < keys.size and keys[p] == u else -1
+            if u < 0:
+                continue
+            for m in range(map_ptr[u], map_ptr[u + 1]):
                 e_row[f] = i
                 e_idx[f] = map_pos[m]
                 e_src[f] = q
@@ -94,7 +115,7 @@ def gather_rows(ptr, idx, val, hv, rows):
 
 
 def column_map(cols, ncols):
-    """CSR map from input column to the output positions that select it."""
+    """Dense CSR map from input column to the output positions that select it."""
     xp = _xp(cols)
     map_ptr = xp.zeros(ncols + 1, np.int64)
     if cols.size == 0:
@@ -105,14 +126,42 @@ def column_map(cols, ncols):
     return scan(xp, map_ptr), argsort_stable(xp, cols)
 
 
+def sorted_column_map(cols):
+    """The column map over the distinct selected columns only.
+
+    Returns ``(keys, run_ptr, map_pos)``: ``keys`` the distinct columns
+    ascending; ``map_pos[run_ptr[u]:run_ptr[u+1]]`` the output positions
+    selecting ``keys[u]``, increasing (a stable sort).
+    """
+    xp = _xp(cols)
+    if cols.size == 0:
+        return xp.zeros(0, np.int64), xp.zeros(1, np.int64), xp.zeros(0, np.int64)
+    map_pos = argsort_stable(xp, cols)
+    sc = cols[map_pos].astype(np.int64)
+    new = xp.empty(sc.size, np.bool_)
+    new[0] = True
+    new[1:] = sc[1:] != sc[:-1]
+    starts = xp.flatnonzero(new).astype(np.int64)
+    run_ptr = xp.empty(starts.size + 1, np.int64)
+    run_ptr[:-1] = starts
+    run_ptr[-1] = sc.size
+    return sc[starts], run_ptr, map_pos
+
+
 def extract_cols(ptr, idx, val, hv, cols, ncols):
     """``A[:, cols]``: returns (indptr, indices, values, source positions)."""
     xp = _xp(ptr)
     n = ptr.size - 1
-    map_ptr, map_pos = column_map(cols, ncols)
+    if use_dense_map(idx.size, cols.size, ncols):
+        map_ptr, map_pos = column_map(cols, ncols)
+        keys = xp.zeros(0, np.int64)
+        searched = False
+    else:
+        keys, map_ptr, map_pos = sorted_column_map(cols)
+        searched = True
     out_ptr = xp.zeros(n + 1, np.int64)
     if n > 0 and cols.size:
-        _cols_count[blocks(n), BLOCK](ptr, idx, map_ptr, out_ptr)
+        _cols_count[blocks(n), BLOCK](ptr, idx, map_ptr, keys, searched, out_ptr)
         out_ptr = scan(xp, out_ptr)
     nnz = host_int(out_ptr[n]) if n > 0 else 0
     if nnz == 0:
@@ -121,8 +170,8 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
     e_row = xp.empty(nnz, np.int64)
     e_idx = xp.empty(nnz, np.int64)
     e_src = xp.empty(nnz, np.int64)
-    _cols_expand[blocks(n), BLOCK](ptr, idx, map_ptr, map_pos, out_ptr, e_row,
-                                   e_idx, e_src)
+    _cols_expand[blocks(n), BLOCK](ptr, idx, map_ptr, map_pos, keys, searched, out_ptr,
+                                   e_row, e_idx, e_src)
     order = stable_order(xp, e_row, e_idx, n, cols.size)
     out_idx = e_idx[order]
     src = e_src[order]

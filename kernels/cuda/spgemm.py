@@ -27,6 +27,7 @@ from numba import cuda
 
 from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
                                 stable_order)
+from kernels.common import index_dtype
 from kernels.cpu import spgemm as _cpu_spgemm
 from kernels.semiring_ops import add_op as _add_op
 from kernels.semiring_ops import mul_op as _mul_op
@@ -175,7 +176,7 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     xp = _xp(a_ptr)
     n = a_ptr.size - 1
     # Column indices as the CPU kernel types them: int32 when they fit.
-    idx_dtype = np.int32 if ncols <= np.iinfo(np.int32).max else np.int64
+    idx_dtype = index_dtype(ncols)
     nnz = host_int(out_ptr[n]) if n > 0 else 0
     if nnz == 0:
         return xp.zeros(0, idx_dtype), xp.zeros(0, one.dtype)

@@ -1,0 +1,128 @@
+"""Parallel kernels with a serial twin for small inputs.
+
+A numba parallel region ends on a barrier: every thread of the region waits
+there for the slowest one.  When the machine has more runnable threads than
+cores, a thread of the region is regularly descheduled, and the others wait
+for it a whole scheduler slice (milliseconds) for a region whose work took
+microseconds.  The samplers call many small kernels per minibatch, so on a
+busy machine the waits, not the work, make up the run time.
+
+``parallel_kernel`` compiles one Python function twice, ``parallel=True``
+and ``parallel=False`` (``prange`` is a plain ``range`` in the latter), and
+calls the serial twin when a cheap Python estimate of the work is below a
+threshold.  Below it a parallel region cannot pay for itself even on a quiet
+machine, so nothing is lost there, and no barrier is entered at all.  A
+serial twin is compiled only when a small input first meets it (and cached),
+so a process that only ever sees large inputs compiles nothing more.
+
+Why a twin rather than calling the parallel kernel inside
+``numba.set_num_threads(1)``: measured per call on a 64-element kernel
+(2-core machine, numba 0.68, omp layer), the parallel kernel costs 2.3 us,
+inside a ``set_num_threads(1)`` scope 8.4 us, the serial twin 1.0 us; with
+four CPU-bound processes beside it, 6.4 us, 24.7 us and 1.0 us.
+"""
+
+import types
+
+import numba
+
+#: Default work below which a kernel runs its serial twin: roughly the entries
+#: (or rows, or picks) a kernel touches, as its ``work`` estimate counts them.
+#: Two threads break even with one at 2**11-2**13 on a quiet 2-core machine
+#: and are 1.4-1.6x faster at 2**14 (docs/design.rst, "Small inputs run
+#: serially"); below 2**14 a region's gain is tens of microseconds, while a
+#: descheduled thread costs the region a scheduler slice.
+SERIAL_WORK = 1 << 14
+
+
+def _renamed(fn, suffix):
+    """A copy of ``fn`` under another qualified name.
+
+    numba names a function's cache files after its qualified name and keys
+    the entries by signature only, not by compile options: two dispatchers
+    of one Python function, one parallel and one not, would load each
+    other's machine code from the cache.
+    """
+    g = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix,
+                           fn.__defaults__, fn.__closure__)
+    g.__qualname__ = fn.__qualname__ + suffix
+    g.__module__ = fn.__module__
+    g.__doc__ = fn.__doc__
+    return g
+
+
+class ParallelKernel:
+    """A parallel numba kernel and its serial twin, chosen per call by work.
+
+    Parameters
+    ----------
+    fn : function
+        The kernel's Python source (loops over ``numba.prange``).
+    work : callable
+        ``work(*args)``: a cheap estimate of the call's work (plain Python on
+        array sizes and a few scalar reads: O(1), never a pass).
+    threshold : int
+        Calls with ``work(*args) < threshold`` run serially.
+    cache : bool
+        numba's ``cache`` option of both twins (False for kernels compiled per
+        user function, which numba cannot cache).
+
+    Attributes
+    ----------
+    parallel, serial : numba dispatchers
+        The two compiled twins (compiled lazily, on first use of each).
+    """
+
+    def __init__(self, fn, work, threshold=SERIAL_WORK, cache=True):
+        self.py_func = fn
+        self.work = work
+        self.threshold = threshold
+        self.parallel = numba.njit(parallel=True, cache=cache)(fn)
+        self.serial = numba.njit(parallel=False, cache=cache)(_renamed(fn, "__serial"))
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args):
+        if self.work(*args) < self.threshold:
+            return self.serial(*args)
+        return self.parallel(*args)
+
+    def __repr__(self):
+        return f"<ParallelKernel {self.__module__}.{self.__qualname__}>"
+
+
+def parallel_kernel(work, threshold=SERIAL_WORK, cache=True):
+    """Decorator: compile a ``prange`` kernel parallel and serial, pick by work.
+
+    Parameters
+    ----------
+    work : callable
+        ``work(*args)`` -> int, a cheap estimate from the arguments' sizes.
+    threshold : int, optional
+        Work below which the serial twin runs (default ``SERIAL_WORK``).
+    cache : bool, optional
+        Cache the compiled code (default True).
+
+    Returns
+    -------
+    callable
+        Decorator returning a :class:`ParallelKernel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from numba import prange
+    >>> from kernels.parallel import parallel_kernel
+    >>> @parallel_kernel(lambda a: a.size, cache=False)
+    ... def double(a):
+    ...     for i in prange(a.size):
+    ...         a[i] *= 2
+    ...     return a
+    >>> double(np.ones(3)).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    def deco(fn):
+        return ParallelKernel(fn, work, threshold, cache)
+    return deco

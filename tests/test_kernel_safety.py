@@ -1,0 +1,347 @@
+"""Kernels are safe to call from several Python threads, bounded in memory, and
+take column spaces far larger than their work.
+
+* Concurrency: the samplers and the column operators give, from 4 Python
+  threads at once, exactly what they give one call at a time (a kernel
+  scratch shared between calls corrupted minibatches).
+* Memory: a column compaction over 2**26 columns leaves nothing behind, and
+  operators on a 4 x 2**40 matrix run (any allocation of the column count
+  would be 8 TiB) and agree with a plain Python reference.
+* Both paths of each column-space switch (dense / hashed maps and
+  accumulators, serial / parallel twins) give identical outputs.
+* The kernels' limit error reaches users as spla's ``InvalidValue``.
+
+New kernel APIs are imported inside the tests, so the concurrency and
+memory tests also run against older kernels (that is how they were seen to
+fail).
+"""
+
+import gc
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import spla
+
+N_THREADS = 4
+
+
+# --------------------------------------------------------------------------
+# Concurrency
+
+def _cora():
+    import sampling.datasets
+    return sampling.datasets.load("cora").A
+
+
+def _flatten_minibatches(mbs):
+    """Every array of a sampler's output, in order (adjacency and node ids)."""
+    out = []
+    for mb in mbs:
+        for b in mb.blocks:
+            out += [b.adj.indptr, b.adj.indices, b.dst_nodes, b.src_nodes]
+            if b.adj.values is not None:
+                out.append(b.adj.values)
+        out.append(np.asarray(mb.index))
+    return [np.asarray(a) for a in out]
+
+
+def _flatten(result):
+    if isinstance(result, spla.Matrix):
+        out = [result.indptr, result.indices]
+        return [np.asarray(a) for a in out] + ([] if result.values is None
+                                                else [np.asarray(result.values)])
+    out = []
+    for r in result:
+        out += _flatten(r) if isinstance(r, (spla.Matrix, tuple)) else [np.asarray(r)]
+    return out
+
+
+def _jobs(G):
+    """Named closures over Cora, each returning a list of arrays."""
+    import sampling
+    rng = np.random.default_rng(7)
+    n = G.nrows
+    batches = [rng.choice(n, 64, replace=False) for _ in range(3)]
+    sage = sampling.GraphSAGE(G, fanouts=[5, 5])
+    ladies = sampling.LADIES(G, layer_sizes=[64, 64])
+    fastgcn = sampling.FastGCN(G, layer_sizes=[64, 64])
+    rows = np.concatenate(batches)
+    row_ptr = np.array([0, 64, 128, 192])
+    sub = spla.extract(G, rows=rows)
+    cols = np.concatenate([rng.choice(n, 300, replace=False) for _ in range(3)])
+    col_ptr = np.array([0, 300, 600, 900])
+    jobs = {}
+    for s in (0, 1):
+        jobs[f"sage{s}"] = lambda s=s: _flatten_minibatches(sage.sample(batches, seed=s))
+        jobs[f"ladies{s}"] = lambda s=s: _flatten_minibatches(ladies.sample(batches, seed=s))
+        jobs[f"fastgcn{s}"] = lambda s=s: _flatten_minibatches(fastgcn.sample(batches, seed=s))
+    jobs["compact_blockwise"] = lambda: _flatten(
+        spla.compact_columns_blockwise(sub, row_ptr, first=rows, first_ptr=row_ptr))
+    jobs["compact"] = lambda: _flatten(spla.compact_columns(sub))
+    jobs["extract"] = lambda: _flatten(spla.extract(G, rows=rows, cols=cols))
+    jobs["extract_blockwise"] = lambda: _flatten(
+        spla.extract_blockwise(G, rows, row_ptr, cols, col_ptr))
+    return jobs
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(x.dtype == y.dtype and np.array_equal(x, y)
+                                    for x, y in zip(a, b))
+
+
+@pytest.mark.timeout(120)
+def test_concurrent_calls_match_sequential_ones():
+    G = _cora()
+    jobs = _jobs(G)
+    want = {name: job() for name, job in jobs.items()}   # sequential, and warm-up
+    names = sorted(jobs)
+    reps = 16
+    bad = []
+    errors = []
+    start = threading.Barrier(N_THREADS)
+
+    def worker(t):
+        rng = np.random.default_rng(t)
+        start.wait()
+        for _ in range(reps):
+            for name in rng.permutation(names):
+                try:
+                    got = jobs[name]()
+                except Exception as exc:   # a corrupt kernel output fails a check
+                    errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                    continue
+                if not _same(got, want[name]):
+                    bad.append(name)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(N_THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    total = N_THREADS * reps * len(names)
+    assert not errors and not bad, (
+        f"of {total} concurrent calls, {len(bad)} gave results that differ from the "
+        f"sequential ones ({sorted(set(bad))[:5]}) and {len(errors)} raised ({errors[:2]})")
+
+
+# --------------------------------------------------------------------------
+# Memory
+
+def _rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.parametrize("op", ["compact_columns", "compact_columns_blockwise",
+                                "extract_blockwise"])
+def test_wide_column_operations_leave_no_memory_behind(op):
+    ncols = 2 ** 26
+    A = spla.Matrix.from_coo([0, 1], [5, ncols - 1], [1.0, 2.0], shape=(2, ncols))
+    small = spla.Matrix.from_coo([0, 1], [1, 2], [1.0, 2.0], shape=(2, 8))
+
+    def run(M):
+        if op == "compact_columns":
+            return spla.compact_columns(M)
+        if op == "compact_columns_blockwise":
+            return spla.compact_columns_blockwise(M, [0, 1, 2])
+        return spla.extract_blockwise(M, [0, 1], [0, 1, 2], [5, M.ncols - 1], [0, 1, 2])
+
+    run(small)   # kernels loaded or compiled before the first reading
+    gc.collect()
+    before = _rss_bytes()
+    out = run(A)
+    del out
+    gc.collect()
+    grown = _rss_bytes() - before
+    assert grown < 50 * 2 ** 20, f"{op} over 2**26 columns left RSS {grown / 2**20:.0f} MiB higher"
+
+
+HUGE = 2 ** 40
+
+
+def _huge():
+    """4 x 2**40, 3 entries: no operator may allocate anything of the column count."""
+    rows = np.array([0, 0, 2])
+    cols = np.array([HUGE - 1, 3, 2 ** 33 + 7])
+    vals = np.array([1.5, 2.0, -1.0])
+    return spla.Matrix.from_coo(rows, cols, vals, shape=(4, HUGE)), rows, cols, vals
+
+
+def _entries(M):
+    """{(row, col): value} of a matrix."""
+    ptr = np.asarray(M.indptr)
+    idx = np.asarray(M.indices)
+    val = np.ones(idx.size) if M.values is None else np.asarray(M.values)
+    return {(i, int(idx[t])): float(val[t]) for i in range(M.nrows)
+            for t in range(ptr[i], ptr[i + 1])}
+
+
+def test_huge_column_space_compact_columns():
+    A, rows, cols, vals = _huge()
+    M, kept = spla.compact_columns(A)
+    want_kept = sorted(set(cols.tolist()))
+    assert np.asarray(kept).tolist() == want_kept
+    assert _entries(M) == {(int(r), want_kept.index(int(c))): float(v)
+                           for r, c, v in zip(rows, cols, vals)}
+    M, kept, kept_ptr = spla.compact_columns_blockwise(A, [0, 2, 4], first=[HUGE - 2],
+                                                       first_ptr=[0, 1, 1])
+    # Group 0 (rows 0-1): its first column, then row 0's columns ascending;
+    # group 1 (rows 2-3): its one column.
+    assert np.asarray(kept).tolist() == [HUGE - 2, 3, HUGE - 1, 2 ** 33 + 7]
+    assert np.asarray(kept_ptr).tolist() == [0, 3, 4]
+    assert _entries(M) == {(0, 1): 2.0, (0, 2): 1.5, (2, 3): -1.0}
+
+
+def test_huge_column_space_extract():
+    A, rows, cols, vals = _huge()
+    sel = np.array([2 ** 33 + 7, HUGE - 1, 5, HUGE - 1])
+    E = spla.extract(A, cols=sel)
+    want = {}
+    for r, c, v in zip(rows, cols, vals):
+        for t, s in enumerate(sel):
+            if s == c:
+                want[(int(r), t)] = float(v)
+    assert E.shape == (4, sel.size) and _entries(E) == want
+    B = spla.extract_blockwise(A, [0, 2], [0, 1, 2], [HUGE - 1, 3, 2 ** 33 + 7], [0, 2, 3])
+    assert _entries(B) == {(0, 0): 1.5, (0, 1): 2.0, (1, 2): -1.0}
+
+
+def test_huge_column_space_mxm():
+    B, rows, cols, vals = _huge()
+    # Two entries in a row of A: the general (symbolic + numeric) product.
+    A = spla.Matrix.from_coo([0, 0, 1, 3], [0, 2, 2, 0], [2.0, 3.0, 1.0, -1.0], shape=(4, 4))
+    C = spla.mxm(A, B).new()
+    a = _entries(A)
+    b = _entries(B)
+    want = {}
+    for (i, k), av in a.items():
+        for (k2, j), bv in b.items():
+            if k == k2:
+                want[(i, j)] = want.get((i, j), 0.0) + av * bv
+    assert C.shape == (4, HUGE) and _entries(C) == want
+
+
+# --------------------------------------------------------------------------
+# Both sides of every switch give the same output
+
+def _rand_csr(rng, nrows, ncols, per_row, spread):
+    """Rows of up to ``per_row`` distinct columns among ``spread`` ids scattered
+    over ``[0, ncols)``."""
+    ids = np.sort(rng.choice(ncols, spread, replace=False))
+    ptr = [0]
+    idx = []
+    for _ in range(nrows):
+        k = int(rng.integers(0, per_row + 1))
+        idx += sorted(rng.choice(ids, k, replace=False).tolist())
+        ptr.append(len(idx))
+    return np.array(ptr, np.int64), np.array(idx, np.int64), ids
+
+
+def _assert_same(a, b, what):
+    assert len(a) == len(b), what
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and np.array_equal(x, y), what
+
+
+@pytest.mark.parametrize("ncols", [300, 2 ** 20])
+def test_extract_cols_dense_and_hashed_maps_agree(monkeypatch, ncols):
+    from kernels.cpu import extract as K
+    rng = np.random.default_rng(ncols)
+    ptr, idx, ids = _rand_csr(rng, 50, ncols, 12, 200)
+    val = rng.random(idx.size)
+    cols = np.concatenate([rng.choice(ids, 60), rng.integers(0, ncols, 10)])
+    monkeypatch.setattr(K, "DENSE_MAP_FACTOR", 2 ** 40)
+    dense = K.extract_cols(ptr, idx, val, True, cols, ncols)
+    monkeypatch.setattr(K, "DENSE_MAP_FACTOR", 0)
+    hashed = K.extract_cols(ptr, idx, val, True, cols, ncols)
+    _assert_same(dense, hashed, "extract_cols")
+
+
+@pytest.mark.parametrize("ncols", [300, 2 ** 20])
+def test_spgemm_dense_and_hash_accumulators_agree(monkeypatch, ncols):
+    from kernels.cpu import spgemm as K
+    from kernels import semiring_ops as ops
+    rng = np.random.default_rng(ncols + 1)
+    a_ptr, a_idx, _ = _rand_csr(rng, 40, 60, 8, 60)
+    b_ptr, b_idx, _ = _rand_csr(rng, 60, ncols, 10, 150)
+    a_val = rng.random(a_idx.size)
+    b_val = rng.random(b_idx.size)
+    one = np.ones(1)
+    outs = []
+    for factor in (2 ** 40, 0):
+        monkeypatch.setattr(K, "DENSE_ACC_FACTOR", factor)
+        ptr = K.spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
+        for add, mul in ((ops.ADD_PLUS, ops.MUL_TIMES), (ops.ADD_MIN, ops.MUL_PLUS)):
+            outs.append((factor, add, (ptr,) + tuple(K.spgemm_numeric(
+                a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val, True, ncols, ptr, add,
+                mul, one))))
+    half = len(outs) // 2
+    for (_, add, dense), (_, _, hashed) in zip(outs[:half], outs[half:]):
+        _assert_same(dense, hashed, f"spgemm add={add}")
+
+
+def test_serial_and_parallel_twins_agree():
+    import numba
+    from kernels.cpu import groups as K
+    rng = np.random.default_rng(3)
+    ptr, idx, ids = _rand_csr(rng, 200, 5000, 15, 800)
+    row_ptr = np.array([0, 50, 50, 120, 200], np.int64)
+    first = np.concatenate([rng.choice(ids, 30, replace=False) for _ in range(4)])
+    first_ptr = np.array([0, 30, 60, 90, 120], np.int64)
+    args = (ptr, idx, row_ptr, first, first_ptr, numba.get_num_threads())
+    _assert_same(K._compact.serial(*args), K._compact.parallel(*args), "compact")
+    cols = np.concatenate([rng.choice(ids, 100, replace=False) for _ in range(4)])
+    col_ptr = np.array([0, 100, 200, 300, 400], np.int64)
+    rows = rng.integers(0, 200, 100)
+    rptr = np.array([0, 25, 50, 75, 100], np.int64)
+    args = (ptr, idx, rows, rptr, cols, col_ptr, numba.get_num_threads())
+    _assert_same(K._extract.serial(*args), K._extract.parallel(*args), "extract")
+
+
+def test_compact_groups_order_is_first_appearance():
+    from kernels.cpu import groups as K
+    rng = np.random.default_rng(11)
+    ptr, idx, ids = _rand_csr(rng, 60, 2 ** 36, 9, 90)
+    row_ptr = np.array([0, 20, 45, 60], np.int64)
+    first = np.concatenate([rng.choice(ids, 5, replace=False) for _ in range(3)])
+    first_ptr = np.array([0, 5, 10, 15], np.int64)
+    out_idx, perm, kept, kept_ptr, dup = K.compact_groups(ptr, idx, row_ptr, first,
+                                                          first_ptr, 2 ** 36)
+    assert dup == -1
+    want_kept = []
+    for g in range(3):
+        seen = list(first[first_ptr[g]:first_ptr[g + 1]])
+        for e in range(ptr[row_ptr[g]], ptr[row_ptr[g + 1]]):
+            if idx[e] not in seen:
+                seen.append(idx[e])
+        want_kept += seen
+    assert kept.tolist() == [int(v) for v in want_kept]
+    # Every entry maps back to its own column.
+    assert np.array_equal(kept[out_idx], idx[perm])
+
+
+# --------------------------------------------------------------------------
+# Errors
+
+def test_group_limit_is_a_kernel_error_and_an_invalid_value(monkeypatch):
+    from kernels.common import KernelLimitError
+    from kernels.cpu import groups as K
+    e0 = np.zeros(1, np.int64)
+    with pytest.raises(KernelLimitError, match="fewer than 2\\*\\*32"):
+        # Refused from the group sizes alone, before any array is read.
+        K.compact_groups(e0, np.zeros(0, np.int64), np.array([0, 0]), np.zeros(0, np.int64),
+                         np.array([0, 2 ** 32]), 2 ** 40)
+    monkeypatch.setattr(K, "GROUP_LIMIT", 4)
+    A = spla.Matrix.from_coo([0, 0, 0, 0, 0], [1, 3, 5, 7, 9], shape=(1, 10))
+    with pytest.raises(spla.InvalidValue,
+                       match="^compact_columns_blockwise: argument 'row_ptr' must be groups "
+                             "of fewer than 2\\*\\*2 distinct columns; got one with up to 5$"):
+        spla.compact_columns_blockwise(A, [0, 1])
+    with pytest.raises(spla.InvalidValue,
+                       match="^extract_blockwise: argument 'col_ptr' must be groups of fewer "
+                             "than 2\\*\\*2 distinct columns; got one with up to 5$"):
+        spla.extract_blockwise(A, [0], [0, 1], [1, 3, 5, 7, 9], [0, 5])
