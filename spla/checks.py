@@ -10,6 +10,8 @@ import operator
 
 import numpy as np
 
+from kernels.common import index_dtype as _kernel_index_dtype
+
 from spla.backend import device_of
 from spla.exceptions import (DTypeError, IndexOutOfRange, InvalidValue,
                              SplaError)
@@ -108,7 +110,8 @@ def index_dtype(bound):
     """int32 when every index is at most ``bound`` and ``bound < 2**31``, else int64.
 
     The one rule for narrowing column indices, wire formats and generated
-    indices (halving their bytes when the dimensions allow it).
+    indices (halving their bytes when the dimensions allow it); the kernels
+    apply the same function (``kernels.common.index_dtype``).
 
     Examples
     --------
@@ -116,7 +119,7 @@ def index_dtype(bound):
     >>> index_dtype(2**31 - 1), index_dtype(2**31)
     (dtype('int32'), dtype('int64'))
     """
-    return np.dtype(np.int32) if int(bound) <= 2 ** 31 - 1 else np.dtype(np.int64)
+    return _kernel_index_dtype(bound)
 
 
 def as_shape(func, shape):

@@ -124,10 +124,12 @@ def mxm(A, B, semiring=plus_times):
            [0, 1]])
     """
     func = "mxm"
-    sr = as_semiring(func, semiring)
-    dist = _dist_dispatch(A, B, sr)
+    # Distributed operands first: dist_mxm checks the semiring collectively,
+    # so a bad semiring on one rank raises on every rank instead of here.
+    dist = _dist_dispatch(A, B, semiring)
     if dist is not None:
         return dist
+    sr = as_semiring(func, semiring)
     A = as_matrix(func, "A", A)
     B = as_matrix(func, "B", B)
     if A.ncols != B.nrows:

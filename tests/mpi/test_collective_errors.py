@@ -187,3 +187,13 @@ def test_distribute_bad_matrix_on_one_rank(comm, A):
         with pytest.raises(spla.LayoutError, match="same matrix shape"):
             spla.distribute(spla.transpose(A) if comm.rank == bad_rank(comm) else A, comm)
     assert spla.distribute(A, comm).gather().isequal(A)
+
+
+def test_bad_semiring_on_one_rank_of_a_distributed_product(comm, A, D):
+    # spla.mxm must hand distributed operands to the collective checks before
+    # it validates the semiring locally, or rank 1 alone would raise here.
+    Q = spla.distribute(random_matrix(7, 23, 0.3, 5), comm)
+    raises_everywhere(comm, spla.InvalidValue,
+                      lambda: spla.mxm(Q, D, "no_such_semiring"),
+                      lambda: spla.mxm(Q, D, "plus_times"), "no_such_semiring")
+    still_works(D, A)
