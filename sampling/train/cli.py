@@ -11,14 +11,24 @@ from sampling.train.options import (DEVICES, GRAPH_MODES, SAMPLERS, TrainOptions
                                     check_options)
 
 
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+def _number(parse, ok, expected):
+    """An argparse type: ``parse(text)`` that must satisfy ``ok``, else one clear message."""
+    def check(text):
+        try:
+            v = parse(text)
+        except ValueError:
+            v = None
+        if v is None or not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return v
+    return check
+
+
+_positive_int = _number(int, lambda v: v >= 1, "a positive integer")
+_probability = _number(float, lambda v: 0.0 <= v < 1.0, "a number in [0, 1)")
+_positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), "a positive number")
+_nonneg_float = _number(float, lambda v: v >= 0 and math.isfinite(v), "a number >= 0")
+_nonneg_int = _number(int, lambda v: v >= 0, "an integer >= 0")
 
 
 def _int_list(text):
@@ -60,46 +70,6 @@ def _dataset_name(text):
         return key
     raise argparse.ArgumentTypeError(f"unknown dataset {text!r}; use cora, citeseer or "
                                      "rmat:SCALE (SCALE from 1 to 30)")
-
-
-def _probability(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    if not 0.0 <= v < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    return v
-
-
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    if not v > 0 or not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return v
-
-
-def _nonneg_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    if not v >= 0 or not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return v
-
-
-def _nonneg_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
 
 
 class _Parser(argparse.ArgumentParser):
