@@ -345,3 +345,34 @@ def test_group_limit_is_a_kernel_error_and_an_invalid_value(monkeypatch):
                        match="^extract_blockwise: argument 'col_ptr' must be groups of fewer "
                              "than 2\\*\\*2 distinct columns; got one with up to 5$"):
         spla.extract_blockwise(A, [0], [0, 1], [1, 3, 5, 7, 9], [0, 5])
+
+
+def test_work_estimates_read_their_kernels_own_arguments():
+    # A work estimate that names the wrong positional argument (say B's row
+    # pointer where the kernel passes A's values) silently sends large calls
+    # to the serial twin; numeric SpGEMM once ran serially that way.
+    import importlib
+    import inspect
+
+    from kernels.parallel import ParallelKernel
+    seen = 0
+    for name in ("csr", "ewise", "extract", "groups", "reduce", "sample", "spgemm"):
+        module = importlib.import_module(f"kernels.cpu.{name}")
+        for attr, obj in vars(module).items():
+            if not isinstance(obj, ParallelKernel):
+                continue
+            seen += 1
+            kernel = list(inspect.signature(obj.py_func).parameters)
+            work = [p.name for p in inspect.signature(obj.work).parameters.values()
+                    if p.kind != p.VAR_POSITIONAL]
+            assert kernel[:len(work)] == work, (f"{name}.{attr}", kernel, work)
+    assert seen >= 10
+
+
+def test_numeric_spgemm_of_a_large_structural_product_runs_in_parallel():
+    from kernels.cpu import spgemm
+    from kernels.parallel import SERIAL_WORK
+    from spla.generators import random_csr
+    A = random_csr(2000, 2000, 16, seed=1).structure()
+    args = (A.indptr, A.indices, np.zeros(0), False, A.indptr, A.indices)
+    assert spgemm._numeric.work(*args) >= SERIAL_WORK

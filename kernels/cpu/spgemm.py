@@ -163,7 +163,13 @@ def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, 
             out_val[t] = acc[probe(table, out_idx[t], bits)]
 
 
-@parallel_kernel(_spgemm_work)
+def _numeric_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
+    # The same estimate as the symbolic pass: numeric's arguments interleave
+    # the values, so B's row pointer is its fifth argument, not its third.
+    return _spgemm_work(a_ptr, a_idx, b_ptr)
+
+
+@parallel_kernel(_numeric_work)
 def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
              ncols, out_ptr, add, mul, one, idx_proto, parts):
     n = a_ptr.size - 1
