@@ -199,6 +199,9 @@ def _check_pick_budget(func, P, fused, k_scalar, k_arr, replace, k_given):
             total = int(k_arr.sum())
     else:
         total = k_scalar * nrows
+    limit = _memory_limit(P.device)
+    if total < 2 ** 62 and total * _BYTES_PER_PICK <= limit:
+        return  # the common case: no need for the (O(rows)) entry count
     if not replace:
         bound = _entries_upper_bound(P, fused)
         if bound is not None:
@@ -206,7 +209,6 @@ def _check_pick_budget(func, P, fused, k_scalar, k_arr, replace, k_given):
     if total >= 2 ** 62:
         fail(InvalidValue, func, "k", "at most 2**62 picks in total (64-bit positions)",
              f"k = {shown} for {nrows} rows ({total} picks)")
-    limit = _memory_limit(P.device)
     if total * _BYTES_PER_PICK > limit:
         fail(InvalidValue, func, "k",
              f"picks that fit in this device's memory ({limit / 2**30:.1f} GiB)",
