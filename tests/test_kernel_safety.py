@@ -288,12 +288,20 @@ def test_serial_and_parallel_twins_agree():
     import numba
     from kernels.cpu import groups as K
     rng = np.random.default_rng(3)
-    ptr, idx, ids = _rand_csr(rng, 200, 5000, 15, 800)
+    ptr, idx, ids = _rand_csr(rng, 200, 5000, 40, 800)
     row_ptr = np.array([0, 50, 50, 120, 200], np.int64)
     first = np.concatenate([rng.choice(ids, 30, replace=False) for _ in range(4)])
     first_ptr = np.array([0, 30, 60, 90, 120], np.int64)
-    args = (ptr, idx, row_ptr, first, first_ptr, numba.get_num_threads())
-    _assert_same(K._compact.serial(*args), K._compact.parallel(*args), "compact")
+    # ncols = 5000: groups large next to the column space (tag arrays);
+    # ncols = 2**40 (the same ids): hash tables.  All four must agree.
+    dense = (ptr, idx, row_ptr, first, first_ptr, np.int64(5000), numba.get_num_threads())
+    hashed = dense[:5] + (np.int64(2 ** 40), numba.get_num_threads())
+    largest = max(int(ptr[row_ptr[g + 1]] - ptr[row_ptr[g]]) + 30 for g in range(4))
+    assert largest * K.DENSE_FACTOR >= 5000      # the tag-array mode is the one tested
+    want = K._compact.serial(*dense)
+    _assert_same(want, K._compact.parallel(*dense), "compact, tag arrays")
+    _assert_same(want, K._compact.serial(*hashed), "compact, hash tables")
+    _assert_same(want, K._compact.parallel(*hashed), "compact, hash tables, parallel")
     cols = np.concatenate([rng.choice(ids, 100, replace=False) for _ in range(4)])
     col_ptr = np.array([0, 100, 200, 300, 400], np.int64)
     rows = rng.integers(0, 200, 100)
