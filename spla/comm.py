@@ -19,6 +19,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from spla.backend import to_host
 from spla.checks import describe
 from spla.exceptions import DTypeError, LayoutError, SplaError
 
@@ -141,7 +142,7 @@ def _host(arr):
         import cupy
         cupy.cuda.get_current_stream().synchronize()
         return cupy.ascontiguousarray(arr)
-    return np.ascontiguousarray(arr.get())
+    return np.ascontiguousarray(to_host(arr))
 
 
 #: Exception classes a rank may re-raise for an error that another rank

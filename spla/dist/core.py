@@ -99,8 +99,6 @@ class DistMatrix:
                    replicate_graph=False):
         """Collective: a DistMatrix from the block each rank already holds.
 
-        Collective: every rank of comm must call this.
-
         Parameters
         ----------
         local : spla.Matrix
@@ -150,8 +148,6 @@ class DistMatrix:
     def from_generator(cls, make_rows, shape, *, comm=None, layout="1d", replication=1,
                        replicate_graph=False):
         """Collective: each rank builds only its own rows with ``make_rows(start, stop)``.
-
-        Collective: every rank of comm must call this.
 
         Parameters
         ----------
@@ -307,8 +303,6 @@ class DistMatrix:
 
 def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False):
     """Collective: spread a global matrix over the ranks of ``comm``.
-
-    Collective: every rank of comm must call this.
 
     Parameters
     ----------
