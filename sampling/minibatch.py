@@ -89,11 +89,18 @@ class MiniBatch:
     index : int
         The minibatch's id (its position in the ``batches`` given to
         ``sample``, or the ``batch_ids`` passed); it keys the random draws.
+    x : torch.Tensor, optional
+        Features of ``input_nodes`` (set by ``NodeLoader`` when it is given
+        features; None otherwise).
+    y : torch.Tensor, optional
+        Labels of ``seeds`` (set by ``NodeLoader`` when it is given labels).
     """
 
     blocks: List[Block]
     index: int = 0
     meta: dict = field(default_factory=dict)
+    x: object = None
+    y: object = None
 
     @property
     def seeds(self):
