@@ -25,7 +25,7 @@ from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, Missing
 from spla.layout import chunk
 from spla.matrix import Matrix
 
-from sampling.base import Sampler
+from sampling.base import Sampler, owned_batches
 from sampling.batches import BulkPlanner, epoch_batches
 from sampling.features import FeatureStore
 from sampling.minibatch import _require_torch
@@ -148,8 +148,9 @@ class NodeLoader:
     are slightly smaller than ``batch_size`` when ``N`` is not a multiple of
     ``p * batch_size``), and with ``drop_last`` into ``p * floor(N / (p *
     batch_size))`` minibatches of exactly ``batch_size`` (the remaining
-    seeds are skipped that epoch).  ``bulk`` is per rank: every
-    ``sampler.sample`` call gets ``p * bulk`` minibatches.
+    seeds are skipped that epoch).  Step ``s`` of rank ``r`` is minibatch
+    ``s * p + r`` of the epoch, whatever the bulk size.  ``bulk`` is per
+    rank: every ``sampler.sample`` call gets ``p * bulk`` minibatches.
 
     **Threads.**  Several threads may iterate one loader at once (each
     ``iter`` is independent; the epoch counter is advanced under a lock);
@@ -321,25 +322,41 @@ class NodeLoader:
 
     def _batches(self, epoch):
         """The epoch's minibatches (every rank's), in batch-id order."""
-        seeds, b, N, m = self._seeds, self.batch_size, int(self._seeds.size), self._num_batches
-        if self._p == 1:
-            if self.shuffle:
-                return epoch_batches(seeds, min(b, N), seed=self.seed, epoch=epoch,
-                                     drop_last=self.drop_last)
-            return [seeds[i * b:(i + 1) * b] for i in range(m)]
-        # The same shuffle as epoch_batches (one minibatch of all the seeds
-        # is the whole permutation), cut so that p divides the count.
-        order = (epoch_batches(seeds, N, seed=self.seed, epoch=epoch)[0] if self.shuffle
-                 else seeds)
-        if self.drop_last:
-            return [order[i * b:(i + 1) * b] for i in range(m)]
-        return [order[slice(*chunk(N, m, i))] for i in range(m)]
+        seeds = self._seeds
+        # epoch_batches with one minibatch of all the seeds is its whole
+        # permutation: cut by b on one process, this is epoch_batches(seeds, b).
+        order = (epoch_batches(seeds, seeds.size, seed=self.seed, epoch=epoch)[0]
+                 if self.shuffle else seeds)
+        return _cut(order, self.batch_size, self._num_batches, self._p, self.drop_last)
 
     def _bulks(self):
-        """Batch ids of each bulk (all ranks' minibatches: p times the per-rank bulk)."""
-        k = self.bulk * self._p
-        m = self._num_batches
-        return [list(range(i, min(m, i + k))) for i in range(0, m, k)]
+        """Batch ids of each bulk, in the order handed to ``sampler.sample``.
+
+        One process: consecutive ids.  p ranks: step ``s`` of rank ``r``
+        trains minibatch ``s * p + r``, whatever the bulk size; each bulk
+        covers ``bulk`` steps and its ids are placed at the positions the
+        sampler assigns to each rank (``owned_batches``), so every rank gets
+        its own minibatches, in step order.
+        """
+        m, p, q = self._num_batches, self._p, self.bulk
+        if p == 1:
+            return [list(range(i, min(m, i + q))) for i in range(0, m, q)]
+        D = self.sampler.D
+        steps = m // p
+        out = []
+        for first in range(0, steps, q):
+            mine = range(first, min(steps, first + q))
+            k = p * len(mine)
+            ids = [None] * k
+            for r in range(p):
+                pos = owned_batches(k, D.layout, r, self.sampler._by_process_row)
+                if len(pos) != len(mine):  # pragma: no cover - every layout splits p | k evenly
+                    raise AssertionError(f"NodeLoader: rank {r} would own {len(pos)} of {k} "
+                                         f"minibatches, not {len(mine)}")
+                for j, at in zip(mine, pos):
+                    ids[at] = j * p + r
+            out.append(ids)
+        return out
 
     def _sample_bulk(self, epoch, batches, ids):
         """Sample one bulk and attach its features and labels: this rank's minibatches."""
@@ -567,6 +584,26 @@ def _count_batches(func, N, b, p, drop_last):
              f"at least {-(-N // (p * q))} (with {N} seeds on {p} ranks a smaller batch "
              f"cannot give every rank the same number of non-empty minibatches)", b)
     return m
+
+
+def _cut(order, b, m, p, drop_last):
+    """``order`` cut into the ``m`` minibatches of an epoch (``_count_batches``'s m).
+
+    One process: consecutive slices of ``b`` (the last one shorter, or
+    dropped).  p > 1: with ``drop_last``, m slices of exactly ``b``; else m
+    near-equal slices (sizes differ by at most one, each at most ``b``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [c.size for c in _cut(np.arange(10), 4, 3, 1, False)]
+    [4, 4, 2]
+    >>> [c.size for c in _cut(np.arange(10), 4, 4, 2, False)]
+    [3, 3, 2, 2]
+    """
+    if p == 1 or drop_last:
+        return [order[i * b:(i + 1) * b] for i in range(m)]
+    return [order[slice(*chunk(order.size, m, i))] for i in range(m)]
 
 
 def _as_features(func, features, n):
