@@ -467,7 +467,8 @@ class _Prefetcher:
         self._stop = threading.Event()
         self._slots = threading.Semaphore(ahead)
         self._thread = threading.Thread(target=_produce,
-                                        args=(make, count, self._queue, self._stop, self._slots),
+                                        args=(make, count, self._queue, self._stop, self._slots,
+                                              _numba_threads()),
                                         name="NodeLoader-prefetch", daemon=True)
         self._thread.start()
 
@@ -500,8 +501,22 @@ class _Prefetcher:
                 break
 
 
-def _produce(make, count, q, stop, slots):
+def _numba_threads():
     try:
+        import numba
+        return numba.get_num_threads()
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+
+
+def _produce(make, count, q, stop, slots, threads):
+    try:
+        if threads is not None:
+            # numba's thread count is per Python thread: sample with the
+            # count of the thread that started the epoch (a trainer sets it),
+            # not numba's default of every core.
+            import numba
+            numba.set_num_threads(threads)
         for i in range(count):
             slots.acquire()
             if stop.is_set():

@@ -10,6 +10,7 @@ the rows of the scipy adjacency.
 import gc
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -308,7 +309,7 @@ def test_cut(N, b, p, drop_last):
     order = np.random.default_rng(N * 1000 + b).permutation(N)
     try:
         m = _count_batches("f", N, b, p, drop_last)
-    except InvalidValue:
+    except InvalidValue as e:
         if p == 1:
             assert drop_last and b > N
         elif drop_last:
@@ -316,6 +317,10 @@ def test_cut(N, b, p, drop_last):
         else:
             # infeasible: p * ceil(N / (p b)) non-empty minibatches need more seeds
             assert p * -(-N // (p * b)) > N
+            if N >= p:                   # the batch size the message suggests works
+                suggested = int(str(e).split("at least ")[1].split()[0])
+                assert suggested > b
+                _count_batches("f", N, suggested, p, drop_last)
         return
     parts = _cut(order, b, m, p, drop_last)
     sizes = [c.size for c in parts]
@@ -483,7 +488,6 @@ def test_prefetch_stays_bounded(cora):
     loader = NodeLoader(sampler, cora.train_idx, 5, bulk=1, prefetch=2)
     it = iter(loader)
     next(it)
-    import time
     time.sleep(1.0)                                      # let the producer run ahead
     assert Counting.calls <= 1 + 2
     it.close()
@@ -591,3 +595,51 @@ def test_epoch_past_the_range(cora, sage):
     iter(loader)
     with pytest.raises(InvalidValue, match="argument 'epoch'"):
         iter(loader)
+
+
+def _numba_max_threads():
+    import numba
+    return numba.config.NUMBA_NUM_THREADS
+
+
+@pytest.mark.skipif(_numba_max_threads() < 2, reason="needs NUMBA_NUM_THREADS >= 2 to tell "
+                    "the caller's thread count from numba's default")
+def test_prefetch_thread_uses_the_callers_numba_threads(cora):
+    import numba
+
+    seen = []
+
+    class Recording(GraphSAGE):
+        def sample(self, batches, **kw):
+            seen.append(numba.get_num_threads())
+            return super().sample(batches, **kw)
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        list(NodeLoader(Recording(cora.A, [2]), cora.train_idx, 50, bulk=1, prefetch=1))
+    finally:
+        numba.set_num_threads(before)
+    assert seen == [1, 1, 1]
+
+
+def test_sampler_on_each_backend(cora, backend):
+    """A graph on the GPU: blocks stay there, x and y go to the device."""
+    device = "cuda" if backend.name == "cupy" else "cpu"
+    X = np.random.default_rng(2).random((cora.num_nodes, 4)).astype(np.float32)
+    feats = {"numpy": X, "torch": torch.from_numpy(X).to(device),
+             "backend": backend.asarray(X)}
+    ref = list(NodeLoader(GraphSAGE(cora.A, [3, 2]), cora.train_idx, 40, seed=6))
+    for name, F in feats.items():
+        loader = NodeLoader(GraphSAGE(backend.matrix(cora.A), [3, 2]), cora.train_idx, 40,
+                            features=F, labels=cora.y, seed=6, device=device, prefetch=1)
+        got = list(loader)
+        assert len(got) == len(ref)
+        for mb, r in zip(got, ref):
+            assert mb.blocks[0].adj.device == backend.device
+            for b, rb in zip(mb.blocks, r.blocks):
+                assert (b.to_scipy() != rb.to_scipy()).nnz == 0
+                assert_array_equal(host(b.src_nodes), host(rb.src_nodes))
+            assert mb.x.device.type == device and mb.y.device.type == device, name
+            assert_array_equal(mb.x.cpu().numpy(), X[host(mb.input_nodes)])
+            assert_array_equal(mb.y.cpu().numpy(), cora.y[host(mb.seeds)])
