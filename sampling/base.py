@@ -43,26 +43,70 @@ MAX_LAYER_SIZE = 2 ** 31 - 1
 BYTES_PER_DRAW = 16
 
 
-def layer_sizes_tuple(func, arg, sizes):
+#: A GraphSAGE fanout meaning "every neighbour" (PyG's ``num_neighbors=-1``,
+#: DGL's fanout -1).  Layer-wise samplers refuse it.
+ALL_NEIGHBORS = -1
+
+
+def layer_sizes_tuple(func, arg, sizes, *, allow_all=False):
     """Validate a list of per-layer sizes (each in ``[1, MAX_LAYER_SIZE]``, at least one layer).
+
+    Parameters
+    ----------
+    func, arg : str
+        Named in the error message.
+    sizes : iterable of int
+    allow_all : bool, default False
+        Also accept ``ALL_NEIGHBORS`` (-1): every neighbour (node-wise
+        fanouts).  Without it, -1 is refused with a message saying that it
+        is a node-wise fanout only: a layer-wise sampler draws a fixed
+        number of vertices per layer.
+
+    Returns
+    -------
+    tuple of int
+        The sizes, -1 kept as is.
+
+    Raises
+    ------
+    InvalidValue
+        Not a non-empty list, a non-integer, 0, a negative size other than
+        -1 (or -1 without ``allow_all``), a size above ``MAX_LAYER_SIZE``,
+        255 layers or more.
 
     Examples
     --------
     >>> layer_sizes_tuple("GraphSAGE", "fanouts", [10, 5])
     (10, 5)
+    >>> layer_sizes_tuple("GraphSAGE", "fanouts", [-1, 5], allow_all=True)
+    (-1, 5)
     """
+    each = ("a positive integer or -1 (all neighbours)" if allow_all
+            else "a positive integer")
+    whole = ("a non-empty list of positive integers or -1 (all neighbours)" if allow_all
+             else "a non-empty list of positive integers")
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
-        fail(InvalidValue, func, arg, "a non-empty list of positive integers", describe(sizes))
+        fail(InvalidValue, func, arg, whole, describe(sizes))
     sizes = tuple(sizes)
     if not sizes:
-        fail(InvalidValue, func, arg, "a non-empty list of positive integers", "an empty list")
+        fail(InvalidValue, func, arg, whole, "an empty list")
     if len(sizes) >= (1 << _LAYER_BITS):
         fail(InvalidValue, func, arg, f"fewer than {1 << _LAYER_BITS} layers", len(sizes))
-    out = tuple(as_int(func, f"{arg}[{i}]", s, minimum=1) for i, s in enumerate(sizes))
-    for i, s in enumerate(out):
+    out = []
+    for i, s in enumerate(sizes):
+        s = as_int(func, f"{arg}[{i}]", s)
+        if s == ALL_NEIGHBORS and not allow_all:
+            fail(InvalidValue, func, f"{arg}[{i}]",
+                 "a positive integer (-1, all neighbours, is a node-wise fanout only: a "
+                 "layer-wise sampler draws a fixed number of vertices per layer)", s)
+        if s < 1 and s != ALL_NEIGHBORS:
+            fail(InvalidValue, func, f"{arg}[{i}]", each, s)
         if s > MAX_LAYER_SIZE:
-            fail(InvalidValue, func, f"{arg}[{i}]", f"an integer in [1, {MAX_LAYER_SIZE}]", s)
-    return out
+            fail(InvalidValue, func, f"{arg}[{i}]",
+                 f"-1 (all neighbours) or an integer in [1, {MAX_LAYER_SIZE}]" if allow_all
+                 else f"an integer in [1, {MAX_LAYER_SIZE}]", s)
+        out.append(s)
+    return tuple(out)
 
 
 def memory_limit():

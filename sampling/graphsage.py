@@ -20,9 +20,10 @@ from spla import comm as C
 from spla.checks import check_weights, fail
 from spla.exceptions import InvalidValue
 from spla.matrix import Matrix
+from spla.sample import K_ALL
 
-from sampling.base import (BYTES_PER_DRAW, Sampler, SamplerConfig, as_graph, graph_comm,
-                           layer_sizes_tuple, memory_limit, stream_of)
+from sampling.base import (ALL_NEIGHBORS, BYTES_PER_DRAW, Sampler, SamplerConfig, as_graph,
+                           graph_comm, layer_sizes_tuple, memory_limit, stream_of)
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,10 @@ class GraphSAGEConfig(SamplerConfig):
     ----------
     fanouts : tuple of int
         Neighbours drawn per vertex, output layer first (``fanouts[0]`` for
-        the seeds), each >= 1.
+        the seeds), each >= 1, or -1 (``ALL_NEIGHBORS``) for every neighbour.
     replace : bool
-        Draw with replacement (block values then count the draws).
+        Draw with replacement (block values then count the draws); a -1
+        layer takes each neighbour once all the same.
     weighted : bool
         Draw neighbours with probability proportional to the edge values of A
         (else uniformly; values are ignored).
@@ -51,7 +53,8 @@ class GraphSAGEConfig(SamplerConfig):
     materialize: bool = False
 
     def validate(self):
-        object.__setattr__(self, "fanouts", layer_sizes_tuple("GraphSAGE", "fanouts", self.fanouts))
+        object.__setattr__(self, "fanouts", layer_sizes_tuple("GraphSAGE", "fanouts", self.fanouts,
+                                                              allow_all=True))
         object.__setattr__(self, "replace", bool(self.replace))
         object.__setattr__(self, "weighted", bool(self.weighted))
         object.__setattr__(self, "materialize", bool(self.materialize))
@@ -84,20 +87,28 @@ class GraphSAGE(Sampler):
         the sampled neighbours to ``v``).
     fanouts : list of int
         Output layer first: ``[15, 10, 5]`` draws 15 neighbours per seed,
-        then 10 per vertex of the next frontier, then 5.
+        then 10 per vertex of the next frontier, then 5.  A fanout of -1
+        (``sampling.ALL_NEIGHBORS``, PyG's ``num_neighbors=-1``) takes every
+        neighbour: ``[-1, 10]`` keeps the seeds' whole neighbourhoods and
+        draws 10 neighbours for each vertex of the next hop.
     replace : bool, default False
         Draw with replacement: every vertex with a neighbour draws exactly
         ``fanout`` times (repeats fold into one edge whose value counts
-        them), so the work grows with the fanout whatever the degrees.
+        them), so the work grows with the fanout whatever the degrees.  A
+        -1 layer is not drawn: it takes each neighbour once (block value 1),
+        as PyG treats -1 whatever ``replace`` says.
     weighted : bool, default False
         Draw by edge value (A must then have non-negative finite values).
+        A -1 layer then takes every neighbour of positive weight (an edge
+        of weight 0 is never drawn, whatever the fanout).
     materialize : bool, default False
         Ablation: form ``Q @ A`` before sampling (same picks, more work).
 
     Raises
     ------
     InvalidValue
-        A fanout below 1 or above ``sampling.base.MAX_LAYER_SIZE``; weighted
+        A fanout other than -1 below 1, or above
+        ``sampling.base.MAX_LAYER_SIZE``; weighted
         sampling of a structural graph or of negative / non-finite weights.
         On a DistMatrix every rank raises (the checks are collective).
 
@@ -122,7 +133,21 @@ class GraphSAGE(Sampler):
                          "a matrix with edge values when weighted=True", "a structural matrix")
                 check_weights("GraphSAGE", "A", A.values)
         self.A = A if self.config.weighted else A.structure()
+        self._max_degree = self._global_max_degree(A)
 
+    def _global_max_degree(self, A):
+        """The largest row degree of the whole graph (for ``check_bulk``'s bound).
+
+        Collective on a partitioned DistMatrix (one small allreduce; every
+        rank builds the sampler, whatever its options, so every rank takes
+        part); local otherwise.
+        """
+        local = backend.to_host(A.row_degrees())
+        deg = int(local.max()) if local.size else 0
+        D = self.D
+        if D is not None and not D.layout.replicated and D.comm.Get_size() > 1:
+            deg = int(C.allreduce_array(D.comm, np.array([deg], np.int64), "max", None)[0])
+        return deg
     @property
     def fanouts(self):
         return self.config.fanouts
@@ -141,7 +166,9 @@ class GraphSAGE(Sampler):
         (positions, indices, relabelling, values) and 32 per frontier vertex.
         With replacement every vertex with a neighbour draws ``f`` times
         whatever its degree, and each draw holds ``BYTES_PER_DRAW`` bytes
-        until the repeats are folded: those bytes are added.
+        until the repeats are folded: those bytes are added.  A fanout of
+        -1 picks every neighbour (``deg`` picks per vertex) and draws
+        nothing, with or without replacement.
 
         On a distributed graph the degrees are this rank's block: ranks may
         disagree, and a bulk size derived from this must be agreed
@@ -161,9 +188,9 @@ class GraphSAGE(Sampler):
         frontier = float(batch_size)
         edges = draws = 0.0
         for hop, f in enumerate(self.config.fanouts):
-            picks = np.minimum(f, deg)
+            picks = deg if f == ALL_NEIGHBORS else np.minimum(f, deg)
             per = picks.mean() if hop == 0 else float((deg * picks).sum() / total_deg)
-            if self.config.replace:
+            if self.config.replace and f != ALL_NEIGHBORS:
                 # Vertices with a neighbour draw f times; a later-hop vertex
                 # (reached through an edge) always has one.
                 has = float((deg > 0).mean()) if hop == 0 else 1.0
@@ -180,7 +207,9 @@ class GraphSAGE(Sampler):
         until repeats are folded.  An upper bound of the draws (every
         frontier at most ``(1 + fanout)`` times the previous one, at most n
         vertices per minibatch) is compared with the machine's memory, and
-        the fanout that exceeds it is named.
+        the fanout that exceeds it is named.  A -1 layer draws nothing (it
+        takes each neighbour once); the frontier after it is bounded by
+        ``1 +`` the graph's largest degree times the previous one.
         """
         if not self.config.replace or not B.k:
             return
@@ -190,6 +219,9 @@ class GraphSAGE(Sampler):
         n = self.num_nodes
         rows = np.diff(backend.to_host(B.ptr)).astype(object)  # Python ints: no overflow
         for hop, f in enumerate(self.config.fanouts):
+            if f == ALL_NEIGHBORS:
+                rows = np.array([min(n, r * (1 + self._max_degree)) for r in rows], dtype=object)
+                continue
             draws = int(sum(rows)) * f
             need = draws * BYTES_PER_DRAW
             if need > limit:
@@ -214,8 +246,12 @@ class GraphSAGE(Sampler):
                 P = mxm(selection(frontier, n), A.structure(), semiring.any_pair)
             if self.config.materialize:
                 P = P.new()
-            S = sample_rows(P, fanout, seed=seed, stream=stream_of(epoch, hop),
-                            row_ids=group * n + frontier, replace=self.config.replace,
+            every = fanout == ALL_NEIGHBORS
+            # K_ALL: at least any row's degree, so sample_rows keeps whole
+            # rows; without replacement, since -1 means each neighbour once.
+            S = sample_rows(P, K_ALL if every else fanout, seed=seed,
+                            stream=stream_of(epoch, hop), row_ids=group * n + frontier,
+                            replace=self.config.replace and not every,
                             return_counts=self.config.replace)
             if self.config.replace:
                 S, counts = S
