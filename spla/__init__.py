@@ -29,6 +29,7 @@ from spla.mxm import MxmExpr, mxm
 from spla.sample import sample_rows
 from spla.structure import (block_diag, compact_columns, compact_columns_blockwise,
                              split_blocks, transpose, vstack)
+from spla.topk import select_topk
 
 __version__ = "0.1.0"
 
@@ -38,6 +39,7 @@ __all__ = [
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",
     "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows",
+    "select_topk",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",
     "MissingDependency",

@@ -1,0 +1,57 @@
+"""Per-row top-k selection, CUDA.
+
+Twin of ``kernels.cpu.topk``, one thread per row: the kernels call the very
+``@numba.njit`` row functions of the CPU module (``row_slots``,
+``select_row``), which numba-cuda compiles as device functions, so both
+backends keep the same entries by construction (the kept set is unique
+anyway: ties are broken by position).  The row pointer is scanned with the
+array module between the two launches.
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels.cpu import topk as _cpu
+from kernels.cuda._util import BLOCK, _xp, blocks, device, host_int, scan
+
+row_slots = device(_cpu.row_slots)
+select_row = device(_cpu.select_row)
+
+
+@cuda.jit(cache=True)
+def _topk_count(indptr, k, out_ptr):
+    n = indptr.size - 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        out_ptr[i + 1] = row_slots(indptr[i], indptr[i + 1], k)
+
+
+@cuda.jit(cache=True)
+def _topk_fill(indptr, values, largest, out_ptr, out):
+    n = indptr.size - 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        cnt = out_ptr[i + 1] - out_ptr[i]
+        if cnt:
+            select_row(out, out_ptr[i], cnt, indptr[i], indptr[i + 1], values,
+                       largest)
+
+
+def topk_rows(indptr, values, k, largest):
+    """Per-row top-k positions: ``(indptr, positions)``; see ``kernels.cpu.topk``."""
+    xp = _xp(indptr)
+    n = indptr.size - 1
+    if n <= 0:
+        return xp.zeros(1, np.int64), xp.zeros(0, np.int64)
+    k = np.int64(k)
+    largest = bool(largest)
+    out_ptr = xp.zeros(n + 1, np.int64)
+    _topk_count[blocks(n), BLOCK](indptr, k, out_ptr)
+    out_ptr = scan(xp, out_ptr)
+    total = host_int(out_ptr[n])
+    out = xp.empty(total, np.int64)
+    if total:
+        _topk_fill[blocks(n), BLOCK](indptr, values, largest, out_ptr, out)
+    return out_ptr, out
