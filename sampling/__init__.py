@@ -5,7 +5,7 @@ interface: ``sampler.sample(batches, seed=..., epoch=...)`` returns a
 ``MiniBatch`` per minibatch.  Layer sizes are given output layer first.
 """
 
-from sampling.base import ALL_NEIGHBORS, Sampler, SamplerConfig
+from sampling.base import ALL_NEIGHBORS, Sampler, SamplerConfig, stream_of
 from sampling.batches import BulkPlanner, epoch_batches
 from sampling.distributed import gather_minibatches
 from sampling.features import FeatureStore
@@ -16,4 +16,5 @@ from sampling.minibatch import Block, MiniBatch
 
 __all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
            "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",
-           "BulkPlanner", "gather_minibatches", "FeatureStore", "NodeLoader", "ALL_NEIGHBORS"]
+           "BulkPlanner", "gather_minibatches", "FeatureStore", "NodeLoader", "ALL_NEIGHBORS",
+           "stream_of"]

@@ -30,8 +30,54 @@ _LAYER_BITS = 8  # up to 255 layers per sampler
 
 
 def stream_of(epoch, layer):
-    """The random stream of one (epoch, layer): distinct for distinct pairs."""
-    return (int(epoch) << _LAYER_BITS) | int(layer)
+    """The ``sample_rows`` stream of one (epoch, layer): distinct for distinct pairs.
+
+    A draw of ``spla.sample_rows`` is a pure function of ``(seed, stream,
+    row id, pick number)``.  Samplers derive ``stream`` from the epoch and
+    the layer (or the step of a walk) with this function, and put the
+    minibatch and the vertex in the row id, so every draw of an epoch has a
+    key of its own and a minibatch is the same sampled alone or in a bulk
+    (``docs/custom_sampler.rst``, "Keying the draws").
+
+    Parameters
+    ----------
+    epoch : int
+        ``0 <= epoch < 2**56``.
+    layer : int
+        The layer, hop or walk step, ``0 <= layer < 256``: a sampler draws
+        at most 256 times from one row id per epoch (the built-in samplers
+        take at most 255 layers).  A sampler needing more must put the
+        extra draws into the row ids.
+
+    Returns
+    -------
+    int
+        ``epoch * 256 + layer``, in ``[0, 2**64)``.
+
+    Raises
+    ------
+    InvalidValue
+        ``epoch`` or ``layer`` out of range or not an integer (bools
+        refused).
+
+    Examples
+    --------
+    >>> from sampling import stream_of
+    >>> stream_of(0, 0), stream_of(0, 1), stream_of(1, 0)
+    (0, 1, 256)
+    >>> stream_of(3, 256)
+    Traceback (most recent call last):
+    ...
+    spla.exceptions.InvalidValue: stream_of: argument 'layer' must be an integer in [0, 256); got 256
+    """
+    func = "stream_of"
+    epoch = as_int(func, "epoch", epoch, minimum=0)
+    layer = as_int(func, "layer", layer, minimum=0)
+    if epoch >= 1 << (64 - _LAYER_BITS):
+        fail(InvalidValue, func, "epoch", f"an integer in [0, 2**{64 - _LAYER_BITS})", epoch)
+    if layer >= 1 << _LAYER_BITS:
+        fail(InvalidValue, func, "layer", f"an integer in [0, {1 << _LAYER_BITS})", layer)
+    return (epoch << _LAYER_BITS) | layer
 
 
 #: Largest per-layer size (fanout, layer size): the kernels count picks in int64,
