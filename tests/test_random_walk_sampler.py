@@ -138,7 +138,7 @@ def test_visit_counts_follow_the_walk_law():
     R, W, L = 2000, 2, 3
     A = tiny_copies(R)
     seeds = np.arange(R) * M_TINY
-    sampler = RandomWalkNeighbourhood(A, tops=[M_TINY], walks=W, length=L)
+    sampler = RandomWalkNeighbourhood(A, tops=[sampling.ALL_NEIGHBORS], walks=W, length=L)
     seen = Counter()
     for epoch in range(3):
         mb, = sampler.sample([seeds], seed=11, epoch=epoch)
@@ -157,12 +157,12 @@ def test_visit_counts_follow_the_walk_law():
 
 
 def test_top_t_keeps_the_most_visited_ties_by_smaller_id():
-    """The same seed with top = 2 keeps, of the full neighbourhood (top = 5,
+    """The same seed with top = 2 keeps, of the full neighbourhood (top = -1,
     the same draws), the two largest counts, ties to the smaller vertex."""
     R = 400
     A = tiny_copies(R)
     seeds = np.arange(R) * M_TINY
-    full, = RandomWalkNeighbourhood(A, [M_TINY], walks=3, length=3).sample([seeds], seed=5)
+    full, = RandomWalkNeighbourhood(A, [-1], walks=3, length=3).sample([seeds], seed=5)
     kept, = RandomWalkNeighbourhood(A, [2], walks=3, length=3).sample([seeds], seed=5)
     counts, got = count_vectors(full, R), count_vectors(kept, R)
     for c, g in zip(counts, got):
@@ -263,7 +263,8 @@ def test_refused_arguments(cora):
     f = "^RandomWalkNeighbourhood: argument "
     with pytest.raises(spla.InvalidValue, match=f + "'tops' must be a non-empty list"):
         RandomWalkNeighbourhood(cora.A, [])
-    with pytest.raises(spla.InvalidValue, match=f + r"'tops\[1\]' must be an integer >= 1"):
+    with pytest.raises(spla.InvalidValue, match=f + r"'tops\[1\]' must be a positive "
+                                                    r"integer or -1 \(all neighbours\); got 0$"):
         RandomWalkNeighbourhood(cora.A, [3, 0])
     with pytest.raises(spla.InvalidValue, match=f + "'walks' must be an integer >= 1; got 0"):
         RandomWalkNeighbourhood(cora.A, [3], walks=0)

@@ -39,7 +39,8 @@ class RandomWalkNeighbourhood(Sampler):
         ignored: walks step uniformly).
     tops : list of int
         Output layer first: the number of most-visited vertices kept per
-        destination vertex, one entry per block.
+        destination vertex, one entry per block; -1
+        (``sampling.ALL_NEIGHBORS``) keeps every visited vertex.
     walks : int, default 20
         Walks started from every destination vertex of a layer.
     length : int, default 3
@@ -51,7 +52,7 @@ class RandomWalkNeighbourhood(Sampler):
         func = "RandomWalkNeighbourhood"
         # Collective on a DistMatrix: a bad argument raises on every rank.
         with C.collective_checks(graph_comm(A)):
-            self.tops = layer_sizes_tuple(func, "tops", tops)
+            self.tops = layer_sizes_tuple(func, "tops", tops, allow_all=True)
             self.walks = as_int(func, "walks", walks, minimum=1)
             self.length = as_int(func, "length", length, minimum=1)
             if len(self.tops) * self.length > STEPS_PER_EPOCH:
