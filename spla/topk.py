@@ -8,7 +8,6 @@ broken by the smaller column, so the result is one well-defined matrix on
 every backend and thread count.
 """
 
-import importlib
 
 import numpy as np
 
@@ -21,11 +20,6 @@ from spla.mxm import MxmExpr, as_matrix
 #: a k at or above this keeps every entry (no row holds 2**62 entries); the
 #: kernels take k as an int64
 _K_ALL = 2 ** 62
-
-
-def _topk_kernels(device):
-    """The ``topk`` kernel module of a device (``kernels.cpu.topk`` or ``kernels.cuda.topk``)."""
-    return importlib.import_module(backend.kernels_for(device).__name__ + ".topk")
 
 
 def _check_no_nan(func, M):
@@ -115,7 +109,7 @@ def select_topk(A, k, *, largest=True):
     if k == -1:
         # Every entry: the same arrays (matrices are immutable), no kernel.
         return Matrix._new(M.indptr, M.indices, M.values, M.shape)
-    K = _topk_kernels(M.device)
+    K = backend.kernels_for(M.device).topk
     take = backend.kernels_for(M.device).extract.take
     ptr, pos = K.topk_rows(M.indptr, M.values, np.int64(min(k, _K_ALL)), bool(largest))
     return Matrix._new(ptr, take(M.indices, pos), take(M.values, pos), M.shape)

@@ -1,3 +1,3 @@
 """CPU kernels (numba ``@njit``, parallel).  One module per operation."""
 
-from kernels.cpu import csr, ewise, extract, groups, reduce, sample, spgemm  # noqa: F401
+from kernels.cpu import csr, ewise, extract, groups, reduce, sample, spgemm, topk  # noqa: F401

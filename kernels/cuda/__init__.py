@@ -5,4 +5,4 @@ allocates its outputs with the array module of its inputs (cupy on a GPU,
 numpy under the CUDA simulator).
 """
 
-from kernels.cuda import csr, ewise, extract, groups, reduce, sample, spgemm  # noqa: F401
+from kernels.cuda import csr, ewise, extract, groups, reduce, sample, spgemm, topk  # noqa: F401
