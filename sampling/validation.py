@@ -155,7 +155,8 @@ def as_features(func, arg, x, n=None):
     _check_kind(func, arg, a)
     if n is not None and a.shape[0] != n:
         fail(DimensionMismatch, func, arg, f"{n} rows (one per vertex)", describe(a))
-    out = np.ascontiguousarray(a, dtype=np.float32)
+    with np.errstate(over="ignore"):  # overflow becomes inf, reported just below
+        out = np.ascontiguousarray(a, dtype=np.float32)
     i = _first_non_finite(out)
     if i is not None:
         v = float(a[np.unravel_index(i, a.shape)])
