@@ -296,7 +296,7 @@ def read(name, root=None, *, func="load"):
         raise InvalidValue(
             f"{func}: ogb could not read back its own processed file {processed} with this "
             f"torch (torch.load's weights_only default, ogb issue #497); remove that file "
-            f"(ogb rebuilds it from {os.path.join(folder, 'raw')}) and load again: {e}") from e
+            f"(ogb rebuilds it from {os.path.join(folder, 'raw')}) and load again") from e
     graph, labels = dataset[0]
     split = _split(func, dataset, folder, meta)
     edge_index = np.asarray(graph["edge_index"])
@@ -329,7 +329,7 @@ def _split(func, dataset, folder, meta):
             raise InvalidValue(
                 f"{func}: ogb could not read the split of {folder} with this torch "
                 f"(torch.load's weights_only default) and there is no csv copy "
-                f"({', '.join(missing)}): {e}") from e
+                f"({', '.join(missing)})") from e
         out = {}
         for part, f in zip(("train", "valid", "test"), files):
             with gzip.open(f, "rt") as fh:
