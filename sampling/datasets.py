@@ -101,6 +101,8 @@ def load(name_or_path, *, root=None, to_undirected=None):
     func = "load"
     if to_undirected is not None:
         to_undirected = _as_bool(func, "to_undirected", to_undirected)
+    if root is not None and not isinstance(root, (str, os.PathLike)):
+        fail(InvalidValue, func, "root", "a folder path (str or os.PathLike)", describe(root))
     if isinstance(name_or_path, os.PathLike):
         return _load_path(func, os.fspath(name_or_path), bool(to_undirected))
     if not isinstance(name_or_path, str):

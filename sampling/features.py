@@ -18,8 +18,6 @@ one of two ways:
 Labels and split masks are small and are kept replicated on every rank.
 """
 
-import sys
-
 import numpy as np
 
 from spla import comm as C
@@ -28,7 +26,7 @@ from spla.exceptions import DimensionMismatch, InvalidValue, LayoutError
 from spla.layout import chunk, owner_of
 from spla.matrix import Matrix
 
-from sampling.validation import as_features, check_labels, host_array
+from sampling.validation import as_features, check_labels, host_array, is_sparse
 
 _MODES = ("replicated", "partitioned")
 
@@ -74,10 +72,10 @@ def _dense_rows(func, features, start, stop):
     Rows are cut before anything is converted or copied to the host, so a
     partitioned store converts, checks and moves only its own block.
     """
-    if _is_sparse(features):
-        if not isinstance(features, Matrix) and _torch_tensor(features) is None:
-            import scipy.sparse as sp
-            if not sp.issparse(features):  # cupyx.scipy.sparse
+    if is_sparse(features):
+        import scipy.sparse as sp
+        if not isinstance(features, Matrix) and hasattr(features, "tocsr"):
+            if not sp.issparse(features):  # cupyx.scipy.sparse: to the host first
                 features = features.get()
             features = sp.csr_matrix(features)[start:stop]
             start, stop = 0, int(features.shape[0])
@@ -92,21 +90,6 @@ def _dense_rows(func, features, start, stop):
     return as_features(func, "features", features[start:stop])
 
 
-def _torch_tensor(x):
-    torch = sys.modules.get("torch")
-    return x if torch is not None and isinstance(x, torch.Tensor) else None
-
-
-def _is_sparse(x):
-    if isinstance(x, Matrix):
-        return True
-    t = _torch_tensor(x)
-    if t is not None:
-        return t.layout != sys.modules["torch"].strided
-    return any(m is not None and m.issparse(x)
-               for m in (sys.modules.get("scipy.sparse"), sys.modules.get("cupyx.scipy.sparse")))
-
-
 class FeatureStore:
     """Node features (n x f, float32), replicated or partitioned in 1.5D.
 
@@ -117,14 +100,14 @@ class FeatureStore:
         block when partitioned, densified): a numpy, cupy or torch array
         (CPU or GPU: GPU rows are copied to the host), or a sparse matrix
         (spla.Matrix, scipy.sparse, cupyx.scipy.sparse, sparse torch
-        tensor).  Numbers of any real dtype (kept as float32; a float32
-        C-contiguous numpy array is kept without a copy).  Use ``FeatureStore.from_local``
-        when each rank only has its own block.
+        tensor), of any real dtype (kept as float32; a float32 C-contiguous
+        numpy array is kept without a copy).  Use
+        ``FeatureStore.from_local`` when each rank only has its own block.
     labels : 1-D int array of length n, optional
         Kept replicated (``store.labels``, int64): integer class ids
         ``>= 0``, or -1 for an unknown label, as a numpy, torch or cupy
-        array (float labels are refused, not truncated; smaller labels are
-        refused).
+        array (float labels are refused, not truncated; labels below -1
+        too).
     splits : dict of name -> 1-D int array, optional
         Vertex ids of each split (``'train'``, ``'val'``, ``'test'``), kept
         replicated (``store.splits``, ``store.mask(name)``).

@@ -47,6 +47,24 @@ def _scipy_sparse(x):
     return sparse is not None and sparse.issparse(x)
 
 
+def is_sparse(x):
+    """True for the sparse containers ``as_features`` keeps sparse.
+
+    spla matrices, scipy.sparse and cupyx.scipy.sparse matrices, and torch
+    tensors of a sparse layout.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> is_sparse(sp.eye(2)), is_sparse(np.eye(2))
+    (True, False)
+    """
+    if isinstance(x, Matrix) or _scipy_sparse(x) or _cupyx_sparse(x):
+        return True
+    t = _torch_tensor(x)
+    return t is not None and t.layout != sys.modules["torch"].strided
+
+
 def host_array(func, arg, a):
     """A numpy array holding ``a``: numpy as is, torch and cupy arrays on the host.
 
@@ -295,4 +313,4 @@ def check_split_labels(func, labels, splits):
 
 
 __all__ = ["as_features", "check_finite", "check_labels", "check_split_labels", "host_array",
-           "UNKNOWN"]
+           "is_sparse", "UNKNOWN"]

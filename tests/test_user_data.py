@@ -394,6 +394,8 @@ def test_load_refuses_what_is_not_an_npz(tmp_path):
         load(3)
     with pytest.raises(spla.InvalidValue, match="argument 'to_undirected' must be True or False"):
         load("cora", to_undirected=1)
+    with pytest.raises(spla.InvalidValue, match="argument 'root' must be a folder path"):
+        load("ogbn-arxiv", root=3)
 
 
 def test_symmetrize_matches_scipy():
