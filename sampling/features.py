@@ -20,14 +20,13 @@ Labels and split masks are small and are kept replicated on every rank.
 
 import numpy as np
 
-from spla import backend
 from spla import comm as C
 from spla.checks import as_index_array, as_int, describe, fail
-from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
+from spla.exceptions import DimensionMismatch, InvalidValue, LayoutError
 from spla.layout import chunk, owner_of
 from spla.matrix import Matrix
 
-from sampling.validation import check_finite, check_labels
+from sampling.validation import as_features, check_labels, host_array, is_sparse
 
 _MODES = ("replicated", "partitioned")
 
@@ -68,36 +67,27 @@ def plan_requests(ids, n, parts):
 
 
 def _dense_rows(func, features, start, stop):
-    """Rows ``start:stop`` of ``features`` as a C-contiguous float32 array."""
-    if isinstance(features, Matrix):
+    """Rows ``start:stop`` of ``features`` as a checked C-contiguous float32 array.
+
+    Rows are cut before anything is converted or copied to the host, so a
+    partitioned store converts, checks and moves only its own block.
+    """
+    if is_sparse(features):
+        import scipy.sparse as sp
+        if not isinstance(features, Matrix) and hasattr(features, "tocsr"):
+            if not sp.issparse(features):  # cupyx.scipy.sparse: to the host first
+                features = features.get()
+            features = sp.csr_matrix(features)[start:stop]
+            start, stop = 0, int(features.shape[0])
+        x = as_features(func, "features", features)
         from spla.dist import row_block
-        blk = row_block(features.to("cpu"), start, stop)
+        blk = row_block(x.to("cpu"), start, stop)
         if blk.values is None:
             blk = blk.astype(np.float32)
         return np.ascontiguousarray(blk.to_scipy().toarray(), dtype=np.float32)
-    if backend.device_of(features) == "cuda":
-        features = backend.to_host(features)
-    if not isinstance(features, np.ndarray):
-        try:
-            import scipy.sparse as sp
-            if sp.issparse(features):
-                return np.ascontiguousarray(sp.csr_matrix(features)[start:stop].toarray(),
-                                            dtype=np.float32)
-        except ImportError:  # pragma: no cover - scipy is a dependency
-            pass
-        fail(DTypeError, func, "features",
-             "a 2-D numpy array, a spla.Matrix or a scipy.sparse matrix", describe(features))
-    if features.ndim != 2:
-        fail(DimensionMismatch, func, "features", "a 2-D (n, f) array", describe(features))
-    if features.dtype.kind not in "fiub":
-        fail(DTypeError, func, "features", "a numeric array", describe(features))
-    return np.ascontiguousarray(features[start:stop], dtype=np.float32)
-
-
-def _finite_rows(func, block):
-    """The block, refused if any value is NaN or infinite (checked in float32)."""
-    check_finite(func, "features", block)
-    return block
+    if len(getattr(features, "shape", ())) != 2:
+        fail(DimensionMismatch, func, "features", "a 2-D (n, f) matrix", describe(features))
+    return as_features(func, "features", features[start:stop])
 
 
 class FeatureStore:
@@ -105,13 +95,19 @@ class FeatureStore:
 
     Parameters
     ----------
-    features : numpy array (n, f), spla.Matrix or scipy.sparse matrix
+    features : array or matrix of shape (n, f)
         The whole feature matrix (every rank passes it; each keeps only its
-        block when partitioned, densified).  Use ``FeatureStore.from_local``
-        when each rank only has its own block.
+        block when partitioned, densified): a numpy, cupy or torch array
+        (CPU or GPU: GPU rows are copied to the host), or a sparse matrix
+        (spla.Matrix, scipy.sparse, cupyx.scipy.sparse, sparse torch
+        tensor), of any real dtype (kept as float32; a float32 C-contiguous
+        numpy array is kept without a copy).  Use
+        ``FeatureStore.from_local`` when each rank only has its own block.
     labels : 1-D int array of length n, optional
-        Kept replicated (``store.labels``): integer class ids ``>= 0``, or -1
-        for an unknown label (float or smaller labels are refused).
+        Kept replicated (``store.labels``, int64): integer class ids
+        ``>= 0``, or -1 for an unknown label, as a numpy, torch or cupy
+        array (float labels are refused, not truncated; labels below -1
+        too).
     splits : dict of name -> 1-D int array, optional
         Vertex ids of each split (``'train'``, ``'val'``, ``'test'``), kept
         replicated (``store.splits``, ``store.mask(name)``).
@@ -169,8 +165,7 @@ class FeatureStore:
                 if c != 1:
                     fail(LayoutError, func, "replication", "1 for a replicated store "
                          "(use mode='partitioned')", c)
-                local = _finite_rows(func, _dense_rows(func, features, 0,
-                                                       _rows_of(func, features)))
+                local = _dense_rows(func, features, 0, _rows_of(func, features))
                 n, start, stop, p = local.shape[0], 0, local.shape[0], 1
             else:
                 p = check_comm.Get_size()
@@ -180,14 +175,15 @@ class FeatureStore:
                 n = _rows_of(func, features) if _local is None else int(_shape[0])
                 # Process row of this rank in the (p/c) x c grid (ProcessGrid's rule).
                 start, stop = chunk(n, p // c, check_comm.Get_rank() // c)
-                local = (_finite_rows(func, _dense_rows(func, features, start, stop))
+                local = (_dense_rows(func, features, start, stop)
                          if _local is None else _local)
             if num_classes is not None:
                 num_classes = as_int(func, "num_classes", num_classes, minimum=1)
             if labels is not None:
                 labels = check_labels(func, "labels", labels, n, num_classes)
-            checked = {name: np.asarray(as_index_array(func, f"splits[{name!r}]", ids, n))
-                       for name, ids in (splits or {}).items()}
+            checked = {name: np.asarray(as_index_array(
+                func, f"splits[{name!r}]", host_array(func, f"splits[{name!r}]", ids), n))
+                for name, ids in (splits or {}).items()}
         self.mode = mode
         self.comm = comm if mode == "replicated" else check_comm
         self.p, self.c = p, c
@@ -233,7 +229,7 @@ class FeatureStore:
             if p % c:
                 fail(LayoutError, func, "replication", f"a divisor of p = {p}", c)
             s, e = chunk(num_nodes, p // c, comm.Get_rank() // c)
-            block = _finite_rows(func, _dense_rows(func, local, 0, _rows_of(func, local)))
+            block = _dense_rows(func, local, 0, _rows_of(func, local))
             if block.shape[0] != e - s:
                 fail(DimensionMismatch, func, "local", f"{e - s} rows (rows {s}:{e} of "
                      f"{num_nodes})", describe(block))
@@ -269,7 +265,7 @@ class FeatureStore:
 
         Parameters
         ----------
-        ids : 1-D int array (numpy or cupy)
+        ids : 1-D int array (numpy, cupy or torch)
             Global vertex ids, any order, repeats allowed.
 
         Returns
@@ -278,7 +274,7 @@ class FeatureStore:
         """
         func = "FeatureStore.fetch"
         with C.collective_checks(None if self.replicated else self.comm):
-            ids = backend.to_host(as_index_array(func, "ids", ids, self.num_nodes))
+            ids = as_index_array(func, "ids", host_array(func, "ids", ids), self.num_nodes)
         if self.replicated:
             return self.local[ids]
         unique, inverse, sendcounts = plan_requests(ids, self.num_nodes, self.parts)
@@ -293,8 +289,9 @@ class FeatureStore:
 
     def fetch_labels(self, ids):
         """Labels of ``ids`` (local: labels are replicated)."""
-        ids = as_index_array("FeatureStore.fetch_labels", "ids", ids, self.num_nodes)
-        return self.labels[backend.to_host(ids)]
+        func = "FeatureStore.fetch_labels"
+        return self.labels[as_index_array(func, "ids", host_array(func, "ids", ids),
+                                          self.num_nodes)]
 
 
 def _rows_of(func, features):

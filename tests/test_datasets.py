@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import spla
 from sampling.dataset import Dataset
@@ -129,3 +130,75 @@ def test_rmat_dataset_declares_its_classes():
     ds = rmat_dataset(6, num_classes=5)
     assert ds.classes == 5 and ds.num_classes == 5
 
+
+
+# ---- features in any container --------------------------------------------------
+
+def _toy(x, y=np.array([0, 1, 1]), **kw):
+    A = spla.Matrix.from_dense(np.ones((3, 3)) - np.eye(3)).structure()
+    return Dataset("t", A, x, y, np.array([0]), np.array([1]), np.array([2]), **kw)
+
+
+def test_dense_features_stay_dense_float32():
+    x32 = np.arange(6, dtype=np.float32).reshape(3, 2)
+    ds = _toy(x32)
+    assert isinstance(ds.x, np.ndarray) and ds.x is x32          # no copy, no CSR
+    assert ds.num_features == 2 and not ds.sparse_features
+    for given in (x32.astype(np.float64), x32.astype(np.int64), np.asfortranarray(x32),
+                  x32.astype(np.float16), x32 > 2):
+        got = _toy(given).x
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, np.asarray(given, dtype=np.float32))
+
+
+def test_features_from_torch_and_scipy():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float32).reshape(3, 2)
+    ds = _toy(t, y=torch.tensor([0, 1, 1]))
+    assert isinstance(ds.x, np.ndarray) and np.shares_memory(ds.x, t.numpy())
+    assert ds.y.dtype == np.int64 and ds.y.tolist() == [0, 1, 1]
+    bf = _toy(t.to(torch.bfloat16)).x
+    assert bf.dtype == np.float32 and bf.tolist() == t.tolist()
+    g = _toy(t.clone().requires_grad_(True)).x                   # detached, not refused
+    assert g.tolist() == t.tolist()
+    S = sp.csr_matrix(np.array([[0, 1.5], [0, 0], [2, 0]]))
+    sparse = _toy(S).x
+    assert isinstance(sparse, spla.Matrix) and sparse.to_dense().tolist() == S.toarray().tolist()
+    assert _toy(spla.Matrix.from_scipy(S)).sparse_features
+    with pytest.raises(spla.DTypeError, match="argument 'y' must be integer class labels; got "
+                       "array of shape \\(3,\\) and dtype float32"):
+        _toy(t, y=torch.tensor([0.0, 1.0, 1.0]))
+
+
+@pytest.mark.parametrize("x, exc, words", [
+    (np.array([["a", "b"]] * 3), spla.DTypeError, "must be numeric features"),
+    ("features", spla.DimensionMismatch, "must be a 2-D (n, f) matrix"),
+    (np.ones(3), spla.DimensionMismatch, "must be a 2-D (n, f) matrix"),
+    (np.ones((3, 2, 1)), spla.DimensionMismatch, "must be a 2-D (n, f) matrix"),
+    (np.ones((4, 2)), spla.DimensionMismatch, "must be 3 rows (one per vertex)"),
+    (sp.csr_matrix(np.ones((2, 2))), spla.DimensionMismatch, "must be 3 rows"),
+    (np.ones((3, 2), complex), spla.DTypeError, "numeric features"),
+    (np.array([[0.0, 1.0], [np.nan, 0.0], [0.0, 0.0]]), spla.InvalidValue,
+     "must be finite values; got nan at entry 2"),
+    (np.array([[0.0, 1.0], [0.0, 1e300], [0.0, 0.0]]), spla.InvalidValue,
+     "must be values within float32's range; got 1e+300 at entry 3"),
+    (sp.csr_matrix(np.array([[0.0, np.inf], [0, 0], [0, 0]])), spla.InvalidValue,
+     "must be finite values; got inf at entry 0"),
+    ([[1, 2], [3, None], [5, 6]], spla.DTypeError, "numeric features"),
+])
+def test_bad_features_are_refused_at_construction(x, exc, words):
+    with pytest.raises(exc) as info:
+        _toy(x)
+    assert str(info.value).startswith("Dataset: argument 'x' "), str(info.value)
+    assert words in str(info.value), str(info.value)
+
+
+def test_finite_check_covers_every_chunk(monkeypatch):
+    # A NaN past the first chunk of the check is still found, at its index.
+    import sampling.validation as V
+    monkeypatch.setattr(V, "_FINITE_CHUNK", 4)
+    x = np.zeros((3, 5), np.float32)
+    x[2, 3] = np.nan
+    with pytest.raises(spla.InvalidValue, match="got nan at entry 13"):
+        _toy(x)
+    assert _toy(np.ones((3, 5), np.float32)).num_features == 5

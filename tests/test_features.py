@@ -136,3 +136,73 @@ def test_labels_are_kept_as_int64_with_unknowns(x):
     assert store.fetch_labels([36, 1]).tolist() == [-1, 1]
     # Without num_classes any label >= 0 is accepted.
     assert FeatureStore(x, labels=np.arange(37)).labels.max() == 36
+
+
+# ---- features and labels in other containers -----------------------------------
+
+def test_features_of_every_backend(x, backend):
+    """numpy (and cupy with a GPU): dense and sparse features, replicated and partitioned."""
+    dense = backend.asarray(x)
+    for mode in ("replicated", "partitioned"):
+        store = FeatureStore(dense, mode=mode, labels=backend.asarray(np.arange(37) % 3))
+        assert np.array_equal(store.fetch(backend.asarray(IDS)), x[IDS])
+        assert store.labels.dtype == np.int64 and isinstance(store.labels, np.ndarray)
+        assert store.fetch_labels(backend.asarray(IDS)).tolist() == (IDS % 3).tolist()
+    M = spla.Matrix.from_scipy(sp.csr_matrix(x)).to(backend.device)
+    assert np.array_equal(FeatureStore(M).fetch(IDS), x[IDS])
+    if backend.name == "cupy":
+        import cupyx.scipy.sparse as csp
+        assert np.array_equal(FeatureStore(csp.csr_matrix(dense)).fetch(IDS), x[IDS])
+    with pytest.raises(spla.DTypeError, match="FeatureStore: argument 'labels' must be integer"):
+        FeatureStore(dense, labels=backend.asarray(np.arange(37) + 0.25))
+
+
+def test_torch_features_labels_and_ids(x):
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(x.copy())
+    store = FeatureStore(t, labels=torch.arange(37) % 4, splits={"train": torch.tensor([1, 2])})
+    assert np.shares_memory(store.local, t.numpy())      # a CPU tensor is not copied
+    assert np.array_equal(store.fetch(torch.from_numpy(IDS)), x[IDS])
+    assert store.fetch_labels(torch.tensor([5, 36])).tolist() == [1, 0]
+    assert store.splits["train"].tolist() == [1, 2]
+    part = FeatureStore(t.double(), mode="partitioned")
+    assert part.local.dtype == np.float32 and np.array_equal(part.fetch(IDS), x[IDS])
+    assert np.array_equal(FeatureStore.from_local(t, 37).fetch(IDS), x[IDS])
+    sparse = torch.from_numpy(np.where(np.abs(x) > 1, x, 0)).to_sparse()
+    assert np.array_equal(FeatureStore(sparse).fetch(IDS), np.where(np.abs(x) > 1, x, 0)[IDS])
+    assert FeatureStore(t.to(torch.bfloat16)).local.dtype == np.float32
+
+
+@pytest.mark.parametrize("make", [
+    lambda torch: torch.arange(37) + 0.5,                         # truncation would give ints
+    lambda torch: torch.ones(37),                                 # integral floats too
+    lambda torch: torch.ones(37, dtype=torch.bfloat16),
+    lambda torch: torch.ones(37, dtype=torch.float16),
+    lambda torch: torch.ones(37, dtype=torch.float64).requires_grad_(True),
+])
+def test_float_torch_labels_are_refused_not_truncated(x, make):
+    # The reported bug: "FeatureStore ... truncates float labels".  Every
+    # float path (numpy above, torch here, replicated or partitioned,
+    # FeatureStore.from_local) must raise instead.
+    torch = pytest.importorskip("torch")
+    labels = make(torch)
+    for build in (lambda: FeatureStore(x, labels=labels),
+                  lambda: FeatureStore(x, labels=labels, mode="partitioned"),
+                  lambda: FeatureStore.from_local(x, 37, labels=labels)):
+        with pytest.raises(spla.DTypeError) as info:
+            build()
+        assert "argument 'labels' must be integer class labels" in str(info.value)
+
+
+@pytest.mark.parametrize("bad, exc, words", [
+    (np.array([["a"] * 5] * 37), spla.DTypeError, "numeric features"),
+    (np.ones((37, 5), complex), spla.DTypeError, "numeric features"),
+    (np.ones((37, 5, 1), np.float32), spla.DimensionMismatch, "2-D (n, f)"),
+    ("x", spla.DimensionMismatch, "2-D (n, f)"),
+    (np.full((37, 5), 1e300), spla.InvalidValue, "within float32's range"),
+])
+def test_bad_feature_containers_are_refused(bad, exc, words):
+    with pytest.raises(exc) as info:
+        FeatureStore(bad)
+    assert str(info.value).startswith("FeatureStore: argument 'features' must be"), info.value
+    assert words in str(info.value)
