@@ -10,11 +10,12 @@ weight, ReLU and dropout on every layer's input, Adam, cross-entropy), the
 same width, depth, fanouts, batch size and optimiser on both sides, in one
 process run:
 
-* **ours**: ``sampling.epoch_batches`` shuffles the training vertices,
-  ``sampling.GraphSAGE.sample`` draws a bulk of minibatches at once, the
-  features of each bulk's input vertices are gathered with one torch
-  indexing, and ``sampling.models.GraphSAGE`` trains on the blocks
-  (``model(x, mb)``).  Time split into sampling / features / fwd+bwd+step.
+* **ours**: ``sampling.NodeLoader(GraphSAGE(A, fanouts), train_idx,
+  batch_size, features=x, labels=y, bulk=K)``, iterated once per epoch
+  (each iteration shuffles and samples a bulk of minibatches at once and
+  gathers the bulk's features), and ``sampling.models.GraphSAGE`` trains on
+  the blocks (``model(mb.x, mb)``).  Time split into waiting for the loader
+  / fwd+bwd+step.
 * **main job** (optional): ``sampling.train.Trainer``, the code behind
   ``python -m sampling.train``, with the same options; its own per-phase
   seconds (its per-epoch validation pass is left out of the epoch time).
@@ -180,46 +181,34 @@ def _index(ids):
 # Ours
 
 
-def our_epoch(sampler, model, optimizer, x, y, train_idx, cfg, epoch, *, seed, bulk):
-    """One training epoch through the public sampling API; returns the phase seconds."""
-    # TODO(NodeLoader): once sampling.NodeLoader lands, replace the shuffle, bulk sampling
-    # and gathering below with NodeLoader(sampler, train_idx, batch_size, features=x,
-    # labels=y, seed=seed, bulk=bulk), iterated per epoch (mb.x / mb.y), and time the
-    # wait for each minibatch as sample + features.
+def our_epoch(loader, model, optimizer):
+    """One training epoch through ``sampling.NodeLoader``; returns the phase seconds.
+
+    The loader samples a bulk and gathers its features when the loop asks
+    for the bulk's first minibatch, so the wait in ``next()`` is the
+    sampling and gathering time (reported as sample + features; the loader
+    does both inside that one wait, the split is not observable from here).
+    """
     t = {"sample": 0.0, "features": 0.0, "fwd/bwd": 0.0}
     edges = steps = 0
     loss_sum = 0.0
     model.train()
-    t0 = time.perf_counter()
-    batches = sampling.epoch_batches(train_idx, cfg["batch_size"], seed=seed, epoch=epoch)
-    t["sample"] += time.perf_counter() - t0
-    for start in range(0, len(batches), bulk):
-        ids = list(range(start, min(len(batches), start + bulk)))
+    it = iter(loader)                # the next epoch: its own shuffle and draws
+    while True:
         t0 = time.perf_counter()
-        mbs = sampler.sample([batches[i] for i in ids], seed=seed, epoch=epoch, batch_ids=ids)
-        t1 = time.perf_counter()
-        # One gather per bulk, as the main job does.
-        X = x[_index(np.concatenate([mb.input_nodes for mb in mbs]))]
-        Y = y[_index(np.concatenate([mb.seeds for mb in mbs]))]
-        xs, ys, ox, oy = [], [], 0, 0
-        for mb in mbs:
-            xs.append(X[ox:ox + mb.input_nodes.size])
-            ys.append(Y[oy:oy + mb.batch_size])
-            ox += mb.input_nodes.size
-            oy += mb.batch_size
-        t2 = time.perf_counter()
-        t["sample"] += t1 - t0
-        t["features"] += t2 - t1
-        for mb, xb, yb in zip(mbs, xs, ys):
-            t0 = time.perf_counter()
-            optimizer.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(xb, mb), yb)
-            loss.backward()
-            optimizer.step()
-            t["fwd/bwd"] += time.perf_counter() - t0
-            loss_sum += float(loss.detach())
-            edges += mb.num_sampled_edges
-            steps += 1
+        mb = next(it, None)
+        t["sample"] += time.perf_counter() - t0
+        if mb is None:
+            break
+        t0 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(mb.x, mb), mb.y)
+        loss.backward()
+        optimizer.step()
+        t["fwd/bwd"] += time.perf_counter() - t0
+        loss_sum += float(loss.detach())
+        edges += mb.num_sampled_edges
+        steps += 1
     return dict(times=t, edges=edges, steps=steps, loss=loss_sum / max(steps, 1))
 
 
@@ -254,11 +243,12 @@ def run_ours(ds, x, y, cfg, args, log):
     model = OurSAGE(x.shape[1], cfg["hidden"], ds.num_classes, len(cfg["fanouts"]),
                     cfg["dropout"])
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
+    loader = sampling.NodeLoader(sampler, ds.train_idx, cfg["batch_size"], features=x,
+                                 labels=y, seed=args.seed, bulk=bulk)
     epochs = []
     for e in range(1 + args.epochs):
         t0 = time.perf_counter()
-        r = our_epoch(sampler, model, opt, x, y, ds.train_idx, cfg, e, seed=args.seed,
-                      bulk=bulk)
+        r = our_epoch(loader, model, opt)
         r["total"] = time.perf_counter() - t0
         log(f"    ours epoch {e}{' (warm-up)' if e == 0 else ''}: {r['total']:.3f} s "
             f"(sample {r['times']['sample']:.3f}, features {r['times']['features']:.3f}, "
@@ -507,10 +497,11 @@ def render(args, info, vers, results, pyg_note, wall, load0, load1, command):
     L.append(f"- Accuracy: test accuracy after the 1 + {args.epochs} training epochs, test "
              "vertices sampled with the training fanouts (ours: our sampler on a fixed stream; "
              "PyG: a NeighborLoader over the test vertices)")
-    L.append("- Columns: *sample* is ours (shuffle + bulk sampling) or, for PyG, the time spent "
-             "waiting for the loader (sampling, subgraph relabelling and the feature/label "
-             "gather, or waiting for the workers); *features* is our gather of the bulk's "
-             "input features and seed labels; *fwd/bwd* is forward, backward and optimiser "
+    L.append("- Columns: *sample* is the time spent waiting for the loader: for ours "
+             "`NodeLoader` (shuffle, bulk sampling and the bulk's feature/label gather, "
+             "which happen inside that wait), for PyG `NeighborLoader` (sampling, subgraph "
+             "relabelling and the feature/label gather, or waiting for the workers); "
+             "*features* is the main job's separate fetch phase (0 for the loader rows); *fwd/bwd* is forward, backward and optimiser "
              "step (ours builds its block operators inside it); *edges/epoch* counts every "
              "edge of every block for ours and the merged subgraph's edges for PyG "
              "(`neighbor_sample` expands each vertex once, so it returns fewer); "
