@@ -5,7 +5,7 @@ interface: ``sampler.sample(batches, seed=..., epoch=...)`` returns a
 ``MiniBatch`` per minibatch.  Layer sizes are given output layer first.
 """
 
-from sampling.base import Sampler, SamplerConfig
+from sampling.base import DirectedGraphWarning, Sampler, SamplerConfig
 from sampling.batches import BulkPlanner, epoch_batches
 from sampling.distributed import gather_minibatches
 from sampling.features import FeatureStore
@@ -15,4 +15,4 @@ from sampling.minibatch import Block, MiniBatch
 
 __all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
            "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",
-           "BulkPlanner", "gather_minibatches", "FeatureStore"]
+           "BulkPlanner", "gather_minibatches", "FeatureStore", "DirectedGraphWarning"]
