@@ -178,8 +178,10 @@ class MiniBatch:
     y : torch.Tensor, optional
         Labels of ``seeds`` (set by ``NodeLoader`` when it is given labels).
     graph : spla.Matrix or spla.DistMatrix, optional
-        The graph the sampler was built on (set by ``Sampler.sample``): what
-        ``edge_ids`` look the sampled edges up in.  Not compared by ``==``.
+        The graph the sampler was built on, or the sampler's copy of it with
+        the same entry positions (GraphSAGE keeps only the pattern when it
+        samples uniformly), set by ``Sampler.sample``: what ``edge_ids``
+        look the sampled edges up in.  Not compared by ``==``.
 
     Examples
     --------
@@ -238,8 +240,9 @@ class MiniBatch:
             ``gather_minibatches``) or is a ``DistMatrix`` partitioned over
             the ranks: this rank does not hold the rows to look edges up in,
             and a conversion is no place for a collective.  A DistMatrix
-            replicated on every rank (``replicate_graph=True``) works as a
-            local graph.
+            whose rank holds every row (replicated with
+            ``replicate_graph=True``, or on one rank) works as a local
+            graph.
 
         Examples
         --------
@@ -547,8 +550,9 @@ def _local_graph(graph):
     if isinstance(graph, Matrix):
         return graph
     from spla.dist import DistMatrix
-    if isinstance(graph, DistMatrix) and graph.layout.replicated:
-        return graph.local
+    if (isinstance(graph, DistMatrix) and graph.row_start == 0
+            and graph.local.nrows == graph.nrows):
+        return graph.local  # replicated, or a single rank: this rank holds every row
     return None
 
 
