@@ -293,8 +293,16 @@ class MiniBatch:
                      "src_nodes equal to the previous block's dst_nodes",
                      f"{b.num_src} sources against {self.blocks[i - 1].num_dst} destinations")
 
-    def to_pyg(self):
+    def to_pyg(self, *, edge_ids=True):
         """The minibatch in PyG's ``NeighborSampler`` convention, as torch tensors.
+
+        Parameters
+        ----------
+        edge_ids : bool, default True
+            Look the edges up in the graph for ``e_id`` (see ``edge_ids``):
+            a binary search per edge in the graph's rows, which costs about
+            as much as sampling the minibatch did.  False gives ``e_id =
+            None``.
 
         Returns
         -------
@@ -350,7 +358,7 @@ class MiniBatch:
         """
         torch = _require_torch("MiniBatch.to_pyg")
         self.check_chain("MiniBatch.to_pyg")
-        eids = self.edge_ids()
+        eids = self.edge_ids() if edge_ids else None
         adjs, weights = [], []
         for i, b in enumerate(self.blocks):
             e_id = None if eids is None else _tensor(torch, eids[i])
@@ -359,7 +367,7 @@ class MiniBatch:
         n_id = _tensor(torch, self.input_nodes.astype(np.int64, copy=False))
         return PygBatch(self.batch_size, n_id, adjs, weights)
 
-    def to_pyg_data(self):
+    def to_pyg_data(self, *, edge_ids=True):
         """The minibatch as one ``torch_geometric.data.Data``, as PyG's ``NeighborLoader`` makes it.
 
         The blocks are merged into one graph over ``n_id`` (the input
@@ -376,6 +384,12 @@ class MiniBatch:
         neighbourhoods (fanouts at least every degree) this is exactly the
         graph a full-neighbourhood ``NeighborLoader`` samples, and a model
         run on it gives the full-graph outputs for the seeds.
+
+        Parameters
+        ----------
+        edge_ids : bool, default True
+            Set ``e_id`` (see ``to_pyg``: it costs about a minibatch's
+            sampling time); False leaves it out.
 
         Returns
         -------
@@ -419,7 +433,7 @@ class MiniBatch:
         self.check_chain(func)
         L = len(self.blocks)
         nodes = [self.batch_size] + [b.num_src - b.num_dst for b in reversed(self.blocks)]
-        eids = self.edge_ids()
+        eids = self.edge_ids() if edge_ids else None
         valued = any(b.adj.values is not None for b in self.blocks)
         parts, ids, weights, counts = [], [], [], []
         first = 0  # local id of the first vertex new at this hop
@@ -454,11 +468,16 @@ class MiniBatch:
             data.y = self.y
         return data
 
-    def to_dgl_layout(self):
+    def to_dgl_layout(self, *, edge_ids=True):
         """Each block as the plain tensors ``dgl.create_block`` takes.
 
         What ``to_dgl`` builds its blocks from, usable (and tested) without
         DGL installed.
+
+        Parameters
+        ----------
+        edge_ids : bool, default True
+            Fill ``e_id`` (see ``to_pyg`` for its cost); False gives None.
 
         Returns
         -------
@@ -486,7 +505,7 @@ class MiniBatch:
         (1, 3, [0, 0], torch.Size([2]))
         """
         torch = _require_torch("MiniBatch.to_dgl_layout")
-        eids = self.edge_ids()
+        eids = self.edge_ids() if edge_ids else None
         out = []
         for i, b in enumerate(self.blocks):
             src, dst = b.edge_index()
@@ -497,7 +516,7 @@ class MiniBatch:
                 None if eids is None else _tensor(torch, eids[i]), _weights(torch, b.adj)))
         return out
 
-    def to_dgl(self):
+    def to_dgl(self, *, edge_ids=True):
         """The blocks as DGL blocks (``dgl.create_block``), input layer first.
 
         Each block's edges go from its source nodes to its destination
@@ -508,6 +527,11 @@ class MiniBatch:
         structural block).  The layout comes from ``to_dgl_layout``, which is
         what the tests check: DGL does not install on the machines this
         project is tested on.
+
+        Parameters
+        ----------
+        edge_ids : bool, default True
+            Set ``edata[dgl.EID]`` (see ``to_pyg`` for its cost).
 
         Raises
         ------
@@ -522,7 +546,7 @@ class MiniBatch:
                                     "(see https://www.dgl.ai for the build that matches "
                                     "your PyTorch and CUDA)") from exc
         blocks = []
-        for lay in self.to_dgl_layout():
+        for lay in self.to_dgl_layout(edge_ids=edge_ids):
             blk = dgl.create_block((lay.src, lay.dst), num_src_nodes=lay.num_src_nodes,
                                    num_dst_nodes=lay.num_dst_nodes)
             blk.srcdata[dgl.NID] = lay.src_nid

@@ -308,6 +308,17 @@ def test_to_pyg_data_without_x_y_or_graph(batches):
     mb = batches["graphsage"][0]
     data = MiniBatch(mb.blocks).to_pyg_data()
     assert "x" not in data and "y" not in data and "e_id" not in data
+    assert "e_id" in mb.to_pyg_data() and "e_id" not in mb.to_pyg_data(edge_ids=False)
+
+
+@pytest.mark.parametrize("name", ["graphsage", "ladies"])
+def test_edge_ids_can_be_skipped(batches, name):
+    mb = batches[name][1]
+    fast, full = mb.to_pyg(edge_ids=False), mb.to_pyg()
+    assert all(a.e_id is None for a in fast.adjs)
+    for a, b in zip(fast.adjs, full.adjs):
+        assert a.edge_index.equal(b.edge_index) and a.size == b.size
+    assert all(lay.e_id is None for lay in mb.to_dgl_layout(edge_ids=False))
 
 
 # ---------------------------------------------------------------------------
