@@ -206,7 +206,7 @@ def warn_if_directed(func, A):
     """Warn (``DirectedGraphWarning``, once per graph) when A's pattern is not symmetric.
 
     Only the pattern is compared (``spla.is_symmetric_pattern``, cached on
-    the matrix, about 0.2 s for 31 M entries on one core): a symmetric graph
+    the matrix, 0.2-0.4 s for 31 M entries on one core): a symmetric graph
     with unequal values ``A[u, v] != A[v, u]`` does not warn.  A
     ``DistMatrix`` is not checked (no rank holds the transpose's rows).
 

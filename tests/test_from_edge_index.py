@@ -37,12 +37,13 @@ def edge_lists(draw):
     if kind is not None:
         vals = np.array(draw(st.lists(st.integers(-5, 5), min_size=E, max_size=E)), kind)
     extra = draw(st.integers(0, 2))  # isolated vertices past the largest id
-    return np.stack([src, dst]), n + extra, vals
+    dtype = draw(st.sampled_from([np.int64, np.int32, np.uint32, np.uint8]))
+    return np.stack([src, dst]).astype(dtype), n + extra, vals
 
 
 def reference(edge_index, n, vals, mode, flow="source_to_target"):
     """{(row, col): value} by the rules of the docstring, in plain Python (None: 'error' raises)."""
-    src, dst = edge_index
+    src, dst = edge_index.astype(np.int64)
     rows, cols = (dst, src) if flow == "source_to_target" else (src, dst)
     out = {}
     for t, key in enumerate(zip(rows.tolist(), cols.tolist())):
@@ -97,7 +98,8 @@ def test_sum_matches_scipy(case):
     ei, n, vals = case
     A = Matrix.from_edge_index(ei, n, values=vals, duplicates="sum")
     data = np.ones(ei.shape[1]) if vals is None else vals.astype(np.float64)
-    S = sp.coo_matrix((data, (ei[1], ei[0])), shape=(n, n)).tocsr()
+    S = sp.coo_matrix((data, (ei[1].astype(np.int64), ei[0].astype(np.int64))),
+                      shape=(n, n)).tocsr()
     S.sum_duplicates()
     S.sort_indices()
     got = A.to_scipy()
