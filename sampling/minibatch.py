@@ -265,7 +265,7 @@ class MiniBatch:
         return out
 
     # ---- conversions -------------------------------------------------------
-    def check_chain(self, func="MiniBatch.check_chain"):
+    def check_chain(self):
         """Raise ``InvalidValue`` unless the blocks form a prefix chain.
 
         Every block's ``src_nodes`` must begin with its ``dst_nodes``, and
@@ -282,16 +282,7 @@ class MiniBatch:
         >>> mb, = LADIES(A, [3, 3]).sample([np.array([0, 5])], seed=0)
         >>> mb.check_chain()                      # passes silently
         """
-        eq = _equal
-        for i, b in enumerate(self.blocks):
-            if b.num_src < b.num_dst or not eq(b.src_nodes[:b.num_dst], b.dst_nodes):
-                fail(InvalidValue, func, f"blocks[{i}]",
-                     "a block whose src_nodes begin with its dst_nodes",
-                     f"{b.num_dst} destinations that are not the first of {b.num_src} sources")
-            if i and not eq(self.blocks[i - 1].dst_nodes, b.src_nodes):
-                fail(InvalidValue, func, f"blocks[{i}]",
-                     "src_nodes equal to the previous block's dst_nodes",
-                     f"{b.num_src} sources against {self.blocks[i - 1].num_dst} destinations")
+        _check_chain(self.blocks, "MiniBatch.check_chain")
 
     def to_pyg(self, *, edge_ids=True):
         """The minibatch in PyG's ``NeighborSampler`` convention, as torch tensors.
@@ -357,7 +348,7 @@ class MiniBatch:
         (2, [5, 2], torch.Size([2, 4]))
         """
         torch = _require_torch("MiniBatch.to_pyg")
-        self.check_chain("MiniBatch.to_pyg")
+        _check_chain(self.blocks, "MiniBatch.to_pyg")
         eids = self.edge_ids() if edge_ids else None
         adjs, weights = [], []
         for i, b in enumerate(self.blocks):
@@ -430,7 +421,7 @@ class MiniBatch:
             raise MissingDependency(
                 f"{func}: needs torch_geometric; install it with "
                 "`pip install -e \".[pyg]\"`") from exc
-        self.check_chain(func)
+        _check_chain(self.blocks, func)
         L = len(self.blocks)
         nodes = [self.batch_size] + [b.num_src - b.num_dst for b in reversed(self.blocks)]
         eids = self.edge_ids() if edge_ids else None
@@ -567,6 +558,20 @@ class MiniBatch:
     def __repr__(self):
         layers = ", ".join(f"{b.num_src}->{b.num_dst} ({b.num_edges} edges)" for b in self.blocks)
         return f"<MiniBatch index={self.index}, seeds={self.batch_size}, blocks=[{layers}]>"
+
+
+def _check_chain(blocks, func):
+    """``MiniBatch.check_chain``, raising under the name of the calling conversion."""
+    for i, b in enumerate(blocks):
+        if b.num_src < b.num_dst or not _equal(b.src_nodes[:b.num_dst], b.dst_nodes):
+            fail(InvalidValue, func, f"blocks[{i}]",
+                 "a block whose src_nodes begin with its dst_nodes",
+                 f"{b.num_dst} destinations that are not the first of {b.num_src} sources")
+        if i and not _equal(blocks[i - 1].dst_nodes, b.src_nodes):
+            fail(InvalidValue, func, f"blocks[{i}]",
+                 "src_nodes equal to the previous block's dst_nodes",
+                 f"{b.num_src} sources against {blocks[i - 1].num_dst} destinations")
+
 
 
 def _local_graph(graph):

@@ -132,7 +132,7 @@ def _broken(kind):
     ("chain", r"argument 'blocks\[1\]' must be src_nodes equal to the previous block's "
               "dst_nodes"),
 ])
-@pytest.mark.parametrize("method", ["to_pyg", "to_pyg_data"])
+@pytest.mark.parametrize("method", ["check_chain", "to_pyg", "to_pyg_data"])
 def test_broken_chains_are_refused(kind, match, method):
     with pytest.raises(InvalidValue, match=f"MiniBatch.{method}: " + match):
         getattr(_broken(kind), method)()
