@@ -5,7 +5,8 @@ interface: ``sampler.sample(batches, seed=..., epoch=...)`` returns a
 ``MiniBatch`` per minibatch.  Layer sizes are given output layer first.
 """
 
-from sampling.base import ALL_NEIGHBORS, Sampler, SamplerConfig, stream_of
+from sampling.base import (ALL_NEIGHBORS, DirectedGraphWarning, Sampler, SamplerConfig,
+                           stream_of)
 from sampling.batches import BulkPlanner, epoch_batches
 from sampling.distributed import gather_minibatches
 from sampling.features import FeatureStore
@@ -17,4 +18,4 @@ from sampling.minibatch import Block, MiniBatch
 __all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
            "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",
            "BulkPlanner", "gather_minibatches", "FeatureStore", "NodeLoader", "ALL_NEIGHBORS",
-           "stream_of"]
+           "stream_of", "DirectedGraphWarning"]

@@ -99,6 +99,8 @@ class _LayerWise(Sampler):
             A, D = as_graph(name, A)
             if A.values is not None:
                 check_weights(name, "A", A.values)
+        # Edge ids index the graph as given, not the D^-1 (A + I) sampled from.
+        self.graph = D if D is not None else A
         offset = 0 if D is None or D.layout.replicated else D.row_start
         # Probabilities and column scales are real numbers: integer or
         # structural graphs are sampled from float32 values.

@@ -18,6 +18,7 @@ array([1, 1])
 
 from spla import semiring, sugar  # noqa: F401 - sugar binds A @ B, A.T, A[r, c]
 from spla.dist import DistMatrix, distribute
+from spla.edges import entry_positions, is_symmetric_pattern
 from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
                               reduce_columnwise, reduce_rowwise, select)
 from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError,
@@ -39,7 +40,7 @@ __all__ = [
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",
     "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows",
-    "select_topk",
+    "select_topk", "entry_positions", "is_symmetric_pattern",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",
     "MissingDependency",

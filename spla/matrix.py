@@ -18,7 +18,7 @@ import numpy as np
 
 from spla import backend
 from spla.util import row_ids
-from spla.checks import (INDEX_DTYPES, as_index_array, as_shape, describe,
+from spla.checks import (INDEX_DTYPES, as_index_array, as_int, as_shape, describe,
                          fail, index_dtype, value_dtype)
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
                              InvalidCSR, InvalidValue)
@@ -215,6 +215,142 @@ class Matrix:
                  f"a repeat of ({int(r[first_dup])}, {int(c[first_dup])}) at position {first_dup}")
         return cls._new(ptr, _narrow_indices(idx, ncols), val if hv else None,
                         (nrows, ncols))
+
+    @classmethod
+    def from_edge_index(cls, edge_index, num_nodes=None, *, values=None,
+                        flow="source_to_target", duplicates="error"):
+        """The sampler-oriented adjacency of a PyG-style ``[2, E]`` edge list.
+
+        Samplers aggregate over a row's columns: row ``v`` of the adjacency
+        lists the vertices whose messages ``v`` receives.  This builds that
+        orientation from PyG's convention, where ``edge_index[0]`` holds the
+        sources and ``edge_index[1]`` the targets of messages (``flow=
+        "source_to_target"``, PyG's default): edge ``j -> i`` becomes entry
+        ``A[i, j]``, so a sampler draws a vertex's *in*-neighbours, as PyG's
+        ``MessagePassing`` aggregates them.
+
+        Parameters
+        ----------
+        edge_index : array of int, shape (2, E)
+            A numpy array, a torch tensor (CPU, or CUDA: then the matrix is
+            on the GPU, which needs cupy), a cupy array, or nested lists.
+        num_nodes : int, optional
+            Vertex count (the matrix is ``num_nodes x num_nodes``); defaults
+            to the largest id plus one (0 without edges).
+        values : array, shape (E,), optional
+            Per-edge values (edge weights; ``edge_weight`` in PyG): real
+            numbers, finite; booleans give a structural matrix.  Omit for a
+            structural matrix.
+        flow : {'source_to_target', 'target_to_source'}, default 'source_to_target'
+            As PyG's ``MessagePassing(flow=...)``: with
+            ``'target_to_source'`` messages go from ``edge_index[1]`` to
+            ``edge_index[0]``, and edge ``(i, j)`` becomes ``A[i, j]``.
+        duplicates : {'error', 'sum', 'keep-first'}, default 'error'
+            What to do with an edge listed more than once: raise
+            ``InvalidValue`` naming the first repeat; sum the values (a
+            structural matrix then gets int64 values counting each edge's
+            copies); or keep the value of its first occurrence.
+
+        Returns
+        -------
+        Matrix
+            ``num_nodes x num_nodes``; self loops are kept.
+
+        Raises
+        ------
+        DimensionMismatch
+            ``edge_index`` not of shape ``(2, E)``; ``values`` not of length E.
+        DTypeError
+            Non-integer ids; values that are not real numbers.
+        IndexOutOfRange
+            A negative id, or an id not below ``num_nodes``.
+        InvalidValue
+            Non-finite values, a repeated edge with ``duplicates="error"``,
+            an unknown ``flow`` or ``duplicates``.
+
+        Notes
+        -----
+        The trap this avoids: ``Matrix.from_coo(edge_index[0],
+        edge_index[1])`` builds ``A[j, i]`` for edge ``j -> i``, the
+        *transpose*: a sampler given it aggregates over out-neighbours, the
+        opposite of PyG's default.  On an undirected (symmetric) graph both
+        are the same; on a directed one the samplers warn once
+        (``sampling.DirectedGraphWarning``) since either may be meant.
+
+        Entry positions follow the canonical order (by target, then by
+        source), not the order of the edge list; ``spla.entry_positions``
+        maps an edge to its position.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spla import Matrix
+        >>> edge_index = np.array([[0, 0, 2],     # sources
+        ...                        [1, 2, 1]])    # targets
+        >>> A = Matrix.from_edge_index(edge_index)
+        >>> A.to_dense()                          # row i: the sources of edges into i
+        array([[0., 0., 0.],
+               [1., 0., 1.],
+               [1., 0., 0.]])
+        >>> Matrix.from_edge_index([[0, 0], [1, 1]], duplicates="sum").values
+        array([2])
+        """
+        func = "Matrix.from_edge_index"
+        if flow not in ("source_to_target", "target_to_source"):
+            fail(InvalidValue, func, "flow", "'source_to_target' or 'target_to_source'",
+                 repr(flow))
+        if duplicates not in ("error", "sum", "keep-first"):
+            fail(InvalidValue, func, "duplicates", "'error', 'sum' or 'keep-first'",
+                 repr(duplicates))
+        xp, ei = _array(_from_torch(func, "edge_index", edge_index))
+        if ei.ndim != 2 or ei.shape[0] != 2:
+            fail(DimensionMismatch, func, "edge_index", "an array of shape (2, E)", describe(ei))
+        if ei.dtype.kind not in "iu" and not (ei.size == 0 and ei.dtype.kind == "f"):
+            fail(DTypeError, func, "edge_index", "integer vertex ids", describe(ei))
+        E = int(ei.shape[1])
+        if ei.dtype.kind == "u" and E and int(ei.max()) > np.iinfo(np.int64).max:
+            fail(IndexOutOfRange, func, "edge_index", "ids below 2**63", int(ei.max()))
+        ei = ei.astype(np.int64, copy=False)
+        if E and int(ei.min()) < 0:
+            r, c = (int(v[0]) for v in xp.nonzero(ei < 0))
+            fail(IndexOutOfRange, func, "edge_index", "non-negative vertex ids",
+                 f"{int(ei[r, c])} at edge_index[{r}, {c}]")
+        if num_nodes is None:
+            n = int(ei.max()) + 1 if E else 0
+        else:
+            n = as_int(func, "num_nodes", num_nodes, minimum=0)
+            if E and int(ei.max()) >= n:
+                r, c = (int(v[0]) for v in xp.nonzero(ei >= n))
+                fail(IndexOutOfRange, func, "edge_index", f"vertex ids below num_nodes = {n}",
+                     f"{int(ei[r, c])} at edge_index[{r}, {c}]")
+        hv = values is not None
+        if hv:
+            _, values = _array(_from_torch(func, "values", values), like=xp)
+            if values.ndim != 1 or values.size != E:
+                fail(DimensionMismatch, func, "values", f"a 1-D array of length {E}",
+                     describe(values))
+            values = _widen_values(func, "values", values)
+            hv = values is not None
+        if hv and values.dtype.kind == "f" and E:
+            bad = ~xp.isfinite(values)
+            if bool(bad.any()):
+                p = int(xp.flatnonzero(bad)[0])
+                fail(InvalidValue, func, "values", "finite values (no NaN or inf)",
+                     f"{float(values[p])} at position {p}")
+        rows, cols = (ei[1], ei[0]) if flow == "source_to_target" else (ei[0], ei[1])
+        if duplicates == "sum" and not hv:
+            values, hv = xp.ones(E, np.int64), True  # the count of each edge
+        K = backend.kernels_for(backend.device_of(rows))
+        vals = values if hv else xp.zeros(0, np.float64)
+        ptr, idx, val, first_dup = K.csr.coo_to_csr(rows, cols, vals, hv, n,
+                                                   duplicates == "sum")
+        if first_dup >= 0 and duplicates == "error":
+            p, q = _first_repeat(backend.to_host(rows), backend.to_host(cols))
+            fail(InvalidValue, func, "edge_index",
+                 "distinct edges (or duplicates='sum' / 'keep-first')",
+                 f"edge_index[:, {p}] = ({int(ei[0, p])}, {int(ei[1, p])}), "
+                 f"a repeat of edge_index[:, {q}]")
+        return cls._new(ptr, _narrow_indices(idx, n), val if hv else None, (n, n))
 
     @classmethod
     def from_scipy(cls, S, *, structural=False):
@@ -491,6 +627,28 @@ def _array(x, like=None):
     if like is not None and like is not np:
         return like, like.asarray(x)
     return np, np.asarray(x)
+
+
+def _from_torch(func, arg, x):
+    """A torch tensor as a numpy array (CPU) or a cupy array (CUDA, via DLPack); else x."""
+    if type(x).__module__.split(".")[0] != "torch" or not hasattr(x, "device"):
+        return x
+    if x.device.type == "cuda":
+        cp = backend.require_cupy(f"{func} (argument {arg!r} is a CUDA tensor)")
+        return cp.from_dlpack(x.detach())
+    return x.detach().cpu().numpy()
+
+
+def _first_repeat(rows, cols):
+    """(p, q): the first position p whose (row, col) already occurred, at q < p."""
+    order = np.lexsort((cols, rows))  # stable: equal pairs keep their input order
+    r, c = rows[order], cols[order]
+    same = np.zeros(order.size, bool)
+    same[1:] = (r[1:] == r[:-1]) & (c[1:] == c[:-1])
+    start = np.maximum.accumulate(np.where(same, 0, np.arange(order.size)))
+    k = np.flatnonzero(same)
+    k = k[np.argmin(order[k])]
+    return int(order[k]), int(order[start[k]])
 
 
 def _narrow_indices(idx, ncols):
