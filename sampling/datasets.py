@@ -539,10 +539,8 @@ def _adjacency_from_edge_index(func, arg, edge_index, n):
 
     Repeated edges are kept once (the adjacency is a pattern).
     """
-    # After the merge of spla.Matrix.from_edge_index (row = target, column =
-    # source, the same orientation), this becomes
-    # Matrix.from_edge_index(ei, n, flow="source_to_target", duplicates=...)
-    # with the option that keeps one of repeated edges.
+    # Checked here first so that errors name the caller's argument
+    # ('data.edge_index'), not from_edge_index's.
     ei = host_array(func, arg, edge_index)
     if ei.ndim != 2 or ei.shape[0] != 2:
         fail(DimensionMismatch, func, arg, "a (2, E) array of (source, target) rows",
@@ -551,7 +549,9 @@ def _adjacency_from_edge_index(func, arg, edge_index, n):
         fail(DTypeError, func, arg, "integer vertex ids", describe(ei))
     sources = as_index_array(func, f"{arg}[0]", ei[0], n)
     targets = as_index_array(func, f"{arg}[1]", ei[1], n)
-    return Matrix.from_coo(targets, sources, None, shape=(n, n))
+    # PyG and OGB edge lists repeat edges: keep one (the adjacency is a pattern).
+    return Matrix.from_edge_index(np.stack([sources, targets]), n, flow="source_to_target",
+                                  duplicates="keep-first")
 
 
 def _as_bool(func, arg, v):

@@ -364,7 +364,7 @@ def test_work_estimates_read_their_kernels_own_arguments():
 
     from kernels.parallel import ParallelKernel
     seen = 0
-    for name in ("csr", "ewise", "extract", "groups", "reduce", "sample", "spgemm", "topk"):
+    for name in ("csr", "ewise", "extract", "groups", "reduce", "sample", "spgemm", "topk", "positions"):
         module = importlib.import_module(f"kernels.cpu.{name}")
         for attr, obj in vars(module).items():
             if not isinstance(obj, ParallelKernel):

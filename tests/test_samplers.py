@@ -495,11 +495,11 @@ def test_to_pyg_conventions(cora, cora_samplers, name):
     b = cora_batches(cora)[0]
     mb, = cora_samplers[name].sample([b], seed=0)
     pyg = mb.to_pyg()
-    assert_array_equal(host(pyg["n_id"]), host(mb.input_nodes))
-    assert pyg["batch_size"] == b.size
-    assert len(pyg["edge_index"]) == len(mb.blocks)
-    assert pyg["sizes"] == [(blk.num_src, blk.num_dst) for blk in mb.blocks]
-    for ei, blk in zip(pyg["edge_index"], mb.blocks):
+    assert_array_equal(host(pyg.n_id), host(mb.input_nodes))
+    assert pyg.batch_size == b.size
+    assert len(pyg.adjs) == len(mb.blocks)
+    assert [a.size for a in pyg.adjs] == [(blk.num_src, blk.num_dst) for blk in mb.blocks]
+    for (ei, _, _), blk in zip(pyg.adjs, mb.blocks):
         ei = host(ei)
         assert ei.shape == (2, blk.num_edges) and ei.dtype == np.int64
         src_local, dst_local = ei
