@@ -387,3 +387,95 @@ def test_numba_threads_are_restored():
         assert got[case]["after_build"] == [2, 3], got
         assert got[case]["inside"] == [[1, 1]], got
         assert got[case]["after"] == [2, 3], got
+
+
+# -- under MPI -------------------------------------------------------------------------------
+
+MPI_SCRIPT = """
+import json, sys
+import torch
+from mpi4py import MPI
+import spla
+from sampling import GraphSAGE
+from sampling.datasets import load
+from sampling.models import BlockOperator
+from sampling.train import TrainOptions, Trainer
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+ds = load("cora")
+out = {}
+
+
+class Net(torch.nn.Module):
+    def __init__(self, shift=0):
+        super().__init__()
+        self.lin = torch.nn.Linear(ds.num_features, ds.num_classes)
+        self.register_buffer("tag", torch.tensor(rank))
+        self.shift = shift
+
+    def forward(self, x, mb):
+        for block in mb.blocks:
+            x = BlockOperator(block) @ x
+        out = self.lin(x)
+        return out[:-1] if self.shift and rank == self.shift else out
+
+
+def run(sampler, seed):
+    torch.manual_seed(seed)  # a different initialisation on every rank
+    t = Trainer(TrainOptions(epochs=1, threads=1, bulk=4), comm, ds, sampler=sampler,
+                model=Net())
+    built = [t.parameter_checksum(), int(t.model.tag)]
+    acc = t.fit()
+    return {"built": built, "acc": acc, "final": t.parameter_checksum(),
+            "loss": t.history[0].loss}
+
+
+out["local"] = run(GraphSAGE(ds.A, [5, 5]), 100 + rank)
+D = spla.distribute(ds.A, comm, replicate_graph=True)
+out["dist"] = run(GraphSAGE(D, [5, 5]), 100 + rank)
+for case, call in [
+        ("none", lambda: Trainer(TrainOptions(bulk=4), None, ds, sampler=GraphSAGE(D, [5]))),
+        ("self", lambda: Trainer(TrainOptions(bulk=4), comm.Split(rank, 0), ds,
+                                 sampler=GraphSAGE(D, [5]))),
+        ("output", lambda: Trainer(TrainOptions(epochs=1, bulk=4, threads=1), comm, ds,
+                                   model=Net(shift=1)).fit())]:
+    try:
+        call()
+        out[case] = "no error"
+    except Exception as exc:
+        out[case] = f"{type(exc).__name__}: {exc}"
+with open(sys.argv[1] + f".{rank}", "w") as f:
+    json.dump(out, f)
+"""
+
+
+@pytest.mark.mpi
+def test_under_mpi_models_start_identical_and_samplers_must_match_comm(tmp_path):
+    import shutil
+    mpiexec = (shutil.which("mpiexec", path=os.path.dirname(sys.executable))
+               or shutil.which("mpiexec"))
+    if mpiexec is None:
+        pytest.skip("mpiexec not found (pip install mpich)")
+    script = tmp_path / "mpi_trainer.py"
+    script.write_text(MPI_SCRIPT)
+    stem = str(tmp_path / "result")
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script), stem], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r0, r1 = (json.loads((tmp_path / f"result.{r}").read_text()) for r in (0, 1))
+    for case in ("local", "dist"):
+        # rank 0's parameters and buffers on every rank, whatever each rank built
+        assert r0[case]["built"] == r1[case]["built"] and r0[case]["built"][1] == 0
+        assert r0[case]["final"] == r1[case]["final"] and r0[case]["acc"] == r1[case]["acc"]
+    # A sampler on a local graph splits each bulk over the ranks: the same run as
+    # a sampler on a replicated DistMatrix (rank 0 seeded alike in both).
+    assert r0["local"] == r0["dist"]
+    for r in (r0, r1):
+        assert r["none"].startswith("LayoutError: Trainer: argument 'comm' must be the "
+                                    "communicator of the sampler's distributed graph"), r
+        assert r["self"].startswith("LayoutError:") and "another communicator" in r["self"]
+        assert r["output"].startswith("DimensionMismatch: Trainer: argument 'model'"), r
+    assert "(31, 7)" in r1["output"] and "[raised on rank 1 of 2]" in r0["output"]

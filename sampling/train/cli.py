@@ -295,7 +295,8 @@ def options_from_args(args):
     >>> options_from_args(build_parser().parse_args(["--sampler", "ladies", "--fanouts", "5"]))
     Traceback (most recent call last):
     ...
-    sampling.train.options.UsageError: --fanouts applies to --sampler sage; --sampler ladies draws a number of vertices per layer: use --layer-sizes
+    sampling.train.options.UsageError: --fanouts applies to --sampler sage; --sampler ladies
+    draws a number of vertices per layer: use --layer-sizes
     """
     names = {f.name for f in fields(TrainOptions)}
     given = {k: v for k, v in vars(args).items() if k in names and v is not None}

@@ -86,7 +86,8 @@ def check_options(opts, *, sizes=True):
     >>> check_options(TrainOptions(root="/data"))
     Traceback (most recent call last):
     ...
-    sampling.train.options.UsageError: --root applies to ogbn-* datasets (it is where they are downloaded); 'cora' is not one: drop --root
+    sampling.train.options.UsageError: --root applies to ogbn-* datasets (it is where they are
+    downloaded); 'cora' is not one: drop --root
     """
     if opts.sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {opts.sampler!r}; use one of {', '.join(SAMPLERS)}")
