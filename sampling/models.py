@@ -15,6 +15,28 @@ torch sparse CSR tensors, so there is no Python loop over vertices and the
 backward pass is exactly the transpose product (checked with
 ``torch.autograd.gradcheck`` in the tests).
 
+The model protocol (what ``sampling.train.Trainer`` calls, and what a
+custom model given to it as ``Trainer(..., model=...)`` implements):
+``model(x, minibatch)`` takes ``x``, a float32 tensor of the features of
+``minibatch.input_nodes`` (one row per vertex of ``blocks[0].src_nodes``),
+and the ``MiniBatch`` itself, and returns the logits of
+``minibatch.seeds``: a float tensor of shape ``(minibatch.batch_size,
+num_classes)``.  The blocks run input layer first; block ``i``'s rows are
+its destinations, whose features are the first ``num_dst`` rows of its
+sources, so ``h[:block.num_dst]`` are a layer's root features and
+``BlockOperator(block) @ h`` the mean over the sampled neighbours.  For
+example, a model that averages twice and classifies::
+
+    class MeanMLP(torch.nn.Module):
+        def __init__(self, in_dim, num_classes):
+            super().__init__()
+            self.lin = torch.nn.Linear(in_dim, num_classes)
+
+        def forward(self, x, minibatch):
+            for block in minibatch.blocks:      # input layer first
+                x = BlockOperator(block) @ x    # n_src rows -> n_dst rows
+            return self.lin(x)                  # one row per seed
+
 PyTorch is an optional dependency (``pip install -e ".[train]"``): this
 module imports without it, and building a model or an operator then raises
 ``spla.MissingDependency`` saying what to install.

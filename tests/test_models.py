@@ -108,3 +108,19 @@ def test_output_shapes_and_depths():
         spmm(BlockOperator(M), torch.randn(4, 2))
     with pytest.raises(spla.InvalidValue, match="sampler_name"):
         model_for("gat", 7, 8, 4, 2, 0.5)
+
+
+def test_the_protocol_example_of_the_module_docstring(cora):
+    # The custom model that sampling.models documents (the protocol the
+    # Trainer calls) runs on minibatches of every sampler.
+    import textwrap
+    import sampling.models as M
+    code = M.__doc__.split("::\n", 1)[1].split("\nPyTorch is an optional")[0]
+    namespace = {"torch": torch, "BlockOperator": BlockOperator}
+    exec(textwrap.dedent(code), namespace)
+    x_all = torch.from_numpy(cora.x.to_scipy().toarray().astype(np.float32))
+    for name, make in SAMPLERS.items():
+        mb = make(cora.A).sample([cora.train_idx[:16]], seed=3)[0]
+        model = namespace["MeanMLP"](cora.num_features, cora.num_classes)
+        out = model(x_all[torch.from_numpy(np.asarray(mb.input_nodes))], mb)
+        assert out.shape == (mb.batch_size, cora.num_classes), name

@@ -74,7 +74,8 @@ BAD = [
     (["--dataset", "pubmed"], "unknown dataset 'pubmed'"),
     (["--dataset", "rmat:x"], "unknown dataset"),
     (["--sampler", "gat"], "invalid choice: 'gat'"),
-    (["--fanouts", "10,-1"], "positive integers"),
+    (["--fanouts", "10,-2"], "positive integers or -1"),  # -1 (all neighbours) is valid
+    (["--sampler", "ladies", "--fanouts", "5,5"], "--fanouts applies to --sampler sage"),
     (["--fanouts", "10,10", "--layers", "3"], "--fanouts has 2 entries but the model has "
                                              "--layers 3"),
     (["--sampler", "ladies", "--layer-sizes", "64", "--layers", "2"], "--layer-sizes has 1"),

@@ -23,6 +23,10 @@ second and megabytes moved.  The last line is ``test accuracy: <value>``.
 
 The pieces are importable for notebooks: ``TrainOptions``, ``Trainer``
 (``train_epoch``, ``evaluate``, ``fit``), ``format_row``, ``plot_phases``.
+``Trainer(opts, sampler=..., model=...)`` trains a sampler instance and a
+custom ``torch.nn.Module`` (``model(x, minibatch) -> logits of the
+seeds``); the thread counts it sets hold only while it works
+(``using_threads``).
 
 The package is split by job: ``options`` (``TrainOptions``, the checks
 across options), ``cli`` (the command line), ``launch`` (mpiexec detection,
@@ -34,7 +38,8 @@ failure on any rank ends the whole job (``spla.comm.abort_on_error``).
 from sampling.train.cli import build_parser, options_from_args
 from sampling.train.job import main, run
 from sampling.train.launch import (default_threads, launched_by_mpiexec, launcher_rank,
-                                   require_torch, set_threads, world_comm)
+                                   require_torch, set_threads, thread_counts, using_threads,
+                                   world_comm)
 from sampling.train.options import (DEVICES, GRAPH_MODES, PHASES, SAMPLERS, TrainOptions,
                                     UsageError, check_options)
 from sampling.train.report import format_row, header, plot_phases
@@ -43,5 +48,5 @@ from sampling.train.trainer import EpochStats, Trainer
 __all__ = ["main", "run", "Trainer", "TrainOptions", "EpochStats", "UsageError",
            "build_parser", "options_from_args", "check_options", "format_row", "header",
            "plot_phases", "launched_by_mpiexec", "launcher_rank", "world_comm",
-           "default_threads", "set_threads", "require_torch", "SAMPLERS", "GRAPH_MODES",
-           "DEVICES", "PHASES"]
+           "default_threads", "set_threads", "thread_counts", "using_threads",
+           "require_torch", "SAMPLERS", "GRAPH_MODES", "DEVICES", "PHASES"]

@@ -1,14 +1,24 @@
-"""The command line of the main job: value parsers, the parser, options from arguments."""
+"""The command line of the main job: value parsers, the parser, options from arguments.
+
+Every option's parser default is None, so ``options_from_args`` can tell an
+option given on the command line from one left out: it refuses options
+that do not apply to the run (``--fanouts`` with a layer-wise sampler,
+``--layer-sizes`` with GraphSAGE, ``--replication`` without ``--graph
+partitioned``, ``--root`` without an ``ogbn-*`` dataset, ``--hidden`` with
+a one-layer model), then lets ``TrainOptions`` fill in the defaults.  The
+help text states those defaults itself.
+"""
 
 import argparse
 import math
+import os
 import re
 import sys
 from dataclasses import fields
 
 from sampling.train.launch import launcher_rank
 from sampling.train.options import (DEVICES, GRAPH_MODES, SAMPLERS, TrainOptions,
-                                    check_options)
+                                    UsageError, check_options, is_ogb_name)
 
 
 def _number(parse, ok, expected):
@@ -31,16 +41,34 @@ _nonneg_float = _number(float, lambda v: v >= 0 and math.isfinite(v), "a number 
 _nonneg_int = _number(int, lambda v: v >= 0, "an integer >= 0")
 
 
-def _int_list(text):
+def _ints(text, expected):
     parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
-    if not parts:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, "
-                                         f"got {text!r}")
     try:
         vals = tuple(int(p) for p in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, "
-                                         f"got {text!r}")
+        vals = ()
+    if not vals:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return vals
+
+
+def _fanout_list(text):
+    """GraphSAGE fanouts: positive integers, or -1 for all neighbours."""
+    expected = "comma-separated positive integers or -1 (all neighbours)"
+    vals = _ints(text, expected)
+    if any(v < 1 and v != -1 for v in vals):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return vals
+
+
+def _size_list(text):
+    """Layer sizes of LADIES / FastGCN: positive integers (-1 has no meaning there)."""
+    vals = _ints(text, "comma-separated positive integers")
+    if -1 in vals:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r}: -1 (all "
+            "neighbours) applies to --fanouts only; a layer-wise sampler draws a fixed "
+            "number of vertices per layer")
     if any(v < 1 for v in vals):
         raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, "
                                          f"got {text!r}")
@@ -61,19 +89,64 @@ def _bytes(text):
     return v
 
 
+def _show_bytes(n):
+    """1073741824 -> '1G' (the largest unit that divides n)."""
+    for unit in "TGMK":
+        scale = _UNITS[unit.lower()]
+        if n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+_DATASETS = ("cora, citeseer, rmat:SCALE (SCALE from 1 to 30), ogbn-NAME or a path to an "
+             ".npz file")
+
+
 def _dataset_name(text):
-    key = text.lower()
+    key = text.strip().lower()
     if key in ("cora", "citeseer"):
         return key
     m = re.fullmatch(r"rmat:(\d+)", key)
     if m and 1 <= int(m.group(1)) <= 30:
         return key
-    raise argparse.ArgumentTypeError(f"unknown dataset {text!r}; use cora, citeseer or "
-                                     "rmat:SCALE (SCALE from 1 to 30)")
+    if re.fullmatch(r"ogbn-[a-z0-9][a-z0-9_-]*", key):
+        return key
+    path = os.path.expanduser(text.strip())
+    if path.lower().endswith(".npz"):
+        if not os.path.isfile(path):
+            raise argparse.ArgumentTypeError(f"no such file: {text!r} (a dataset given by "
+                                             "path must be an existing .npz file)")
+        return path
+    if os.path.exists(path):
+        raise argparse.ArgumentTypeError(f"expected an .npz file, got {text!r}")
+    raise argparse.ArgumentTypeError(f"unknown dataset {text!r}; use {_DATASETS}")
+
+
+def _directory(text):
+    path = os.path.expanduser(text)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"expected a directory, got {text!r} (a file)")
+    return path
+
+
+# A value that starts with '-' and a digit but is not one number ("-1,5"):
+# argparse would take it for an option.
+_NEGATIVE_LIST = re.compile(r"-\d[\d,\s-]*")
 
 
 class _Parser(argparse.ArgumentParser):
-    """Errors as one line, ``error: ...``, exit status 2."""
+    """Errors as one line, ``error: ...``, exit status 2; ``--fanouts -1,5`` is a value."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        out = []
+        for tok in args:
+            if (out and out[-1].startswith("--") and "=" not in out[-1]
+                    and _NEGATIVE_LIST.fullmatch(tok)):
+                out[-1] = f"{out[-1]}={tok}"
+            else:
+                out.append(tok)
+        return super().parse_known_args(out, namespace)
 
     def error(self, message):
         # Under mpiexec every rank parses the same arguments: rank 0 speaks.
@@ -82,72 +155,152 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _formatter(prog):
+    return argparse.HelpFormatter(prog, max_help_position=30)
+
+
 def build_parser():
-    """The ``argparse`` parser of the main job."""
+    """The ``argparse`` parser of the main job.
+
+    Every default is None (left out); ``options_from_args`` fills them in
+    from ``TrainOptions``, and the help text shows them.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["--fanouts", "-1,5"])
+    >>> args.fanouts, args.sampler
+    ((-1, 5), None)
+    """
     d = TrainOptions()
+
+    def default(value):
+        return f" (default: {value})"
+
     p = _Parser(
         prog="python -m sampling.train",
         description="Bulk-sampled GNN training (GraphSAGE, LADIES, FastGCN) on spla; "
                     "data parallel under mpiexec.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--dataset", type=_dataset_name, default=d.dataset,
-                   help="cora, citeseer or rmat:SCALE (seeded synthetic graph with planted "
-                        "communities, 2**SCALE vertices)")
-    p.add_argument("--sampler", choices=SAMPLERS, default=d.sampler,
+        formatter_class=_formatter, argument_default=None)
+    p.add_argument("--dataset", type=_dataset_name, metavar="NAME",
+                   help="cora or citeseer (embedded), rmat:SCALE (seeded synthetic graph "
+                        "with planted communities, 2**SCALE vertices), ogbn-NAME (an OGB "
+                        "node-property dataset, downloaded to --root) or a path to an .npz "
+                        "file in the embedded graphs' format" + default(d.dataset))
+    p.add_argument("--root", type=_directory, metavar="DIR",
+                   help="ogbn-* datasets only: where they are downloaded and read (default: "
+                        "$SPLA_DATA, else ~/.cache/spla-sampling)")
+    p.add_argument("--sampler", choices=SAMPLERS,
                    help="sage trains GraphSAGE on node-wise samples; ladies and fastgcn "
-                        "train a GCN on layer-wise samples")
-    p.add_argument("--fanouts", type=_int_list, default=d.fanouts, metavar="F1,F2,...",
-                   help="sage: neighbours per vertex and layer, output layer first; the "
-                        "model has one layer per fanout")
-    p.add_argument("--layer-sizes", type=_int_list, default=d.layer_sizes,
-                   metavar="S1,S2,...",
-                   help="ladies/fastgcn: vertices sampled per layer and minibatch, output "
-                        "layer first; one model layer per size")
-    p.add_argument("--layers", type=_positive_int, default=None,
-                   help="model depth; must equal the number of fanouts / layer sizes "
-                        "(default: that number)")
-    p.add_argument("--batch-size", type=_positive_int, default=d.batch_size,
+                        "train a GCN on layer-wise samples" + default(d.sampler))
+    p.add_argument("--fanouts", type=_fanout_list, metavar="F1,F2,...",
+                   help="sage only: neighbours per vertex and layer, output layer first, -1 "
+                        "for all neighbours; the model has one layer per fanout"
+                        + default(",".join(map(str, d.fanouts))))
+    p.add_argument("--layer-sizes", type=_size_list, metavar="S1,S2,...",
+                   help="ladies/fastgcn only: vertices sampled per layer and minibatch, "
+                        "output layer first; one model layer per size"
+                        + default(",".join(map(str, d.layer_sizes))))
+    p.add_argument("--layers", type=_positive_int, metavar="L",
+                   help="model depth, checked against the number of fanouts / layer sizes "
+                        "(it must be equal)")
+    p.add_argument("--batch-size", type=_positive_int, metavar="B",
                    help="seed vertices per optimizer step, over all ranks: under mpiexec "
-                        "-n P each rank trains minibatches of ceil(batch-size / P) seeds")
+                        "-n P each rank trains minibatches of ceil(B / P) seeds"
+                        + default(d.batch_size))
     bulk = p.add_mutually_exclusive_group()
-    bulk.add_argument("--bulk", type=_positive_int, default=None, metavar="K",
-                      help="minibatches sampled per bulk pass (over all ranks)")
-    bulk.add_argument("--memory-budget", type=_bytes, default=d.memory_budget,
-                      metavar="BYTES",
+    bulk.add_argument("--bulk", type=_positive_int, metavar="K",
+                      help="minibatches sampled per bulk pass, over all ranks (default: as "
+                           "many as --memory-budget allows)")
+    bulk.add_argument("--memory-budget", type=_bytes, metavar="BYTES",
                       help="choose the bulk size so that sampling a bulk needs at most this "
-                           "much memory per rank (e.g. 512M, 2G)")
-    p.add_argument("--graph", choices=GRAPH_MODES, default=d.graph,
+                           "much memory per rank, e.g. 512M, 2G"
+                           + default(_show_bytes(d.memory_budget)))
+    p.add_argument("--graph", choices=GRAPH_MODES,
                    help="replicated: every rank holds the graph and the features; "
-                        "partitioned: 1.5D block rows (graph and features)")
-    p.add_argument("--replication", type=_positive_int, default=d.replication, metavar="C",
-                   help="partitioned mode: ranks per process row of the (p/c) x c grid "
-                        "(must divide the number of ranks)")
-    p.add_argument("--device", choices=DEVICES, default=d.device,
+                        "partitioned: 1.5D block rows (graph and features)" + default(d.graph))
+    p.add_argument("--replication", type=_positive_int, metavar="C",
+                   help="--graph partitioned only: ranks per process row of the (P/C) x C "
+                        "grid; C must divide the number of ranks" + default(d.replication))
+    p.add_argument("--device", choices=DEVICES,
                    help="where the model runs (cuda also samples on the GPU when running "
-                        "on one process)")
-    p.add_argument("--epochs", type=_positive_int, default=d.epochs)
-    p.add_argument("--lr", type=_positive_float, default=d.lr, help="Adam learning rate")
-    p.add_argument("--weight-decay", type=_nonneg_float, default=d.weight_decay)
-    p.add_argument("--hidden", type=_positive_int, default=d.hidden, help="hidden width")
-    p.add_argument("--dropout", type=_probability, default=d.dropout)
-    p.add_argument("--seed", type=_nonneg_int, default=d.seed,
-                   help="seeds the model initialisation, the shuffles and the sampling")
-    p.add_argument("--threads", type=_positive_int, default=None,
-                   help="numba and torch threads per process (default: numba gets "
-                        "NUMBA_NUM_THREADS, else the cores divided by the ranks on this node; "
-                        "torch gets 1)")
-    p.add_argument("--plot", default=None, metavar="OUT.png",
+                        "on one process)" + default(d.device))
+    p.add_argument("--epochs", type=_positive_int, metavar="N",
+                   help="training epochs" + default(d.epochs))
+    p.add_argument("--lr", type=_positive_float, metavar="LR",
+                   help="Adam learning rate" + default(d.lr))
+    p.add_argument("--weight-decay", type=_nonneg_float, metavar="WD",
+                   help="Adam weight decay (L2 penalty)" + default(d.weight_decay))
+    p.add_argument("--hidden", type=_positive_int, metavar="H",
+                   help="hidden width of the built-in models (two layers or more)"
+                        + default(d.hidden))
+    p.add_argument("--dropout", type=_probability, metavar="P",
+                   help="dropout probability on the input of every layer while training"
+                        + default(d.dropout))
+    p.add_argument("--seed", type=_nonneg_int, metavar="S",
+                   help="seeds the model initialisation, the shuffles and the sampling"
+                        + default(d.seed))
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="numba and torch threads per process while training (default: "
+                        "numba gets NUMBA_NUM_THREADS, else the cores divided by the ranks "
+                        "on this node; torch gets 1)")
+    p.add_argument("--plot", metavar="OUT.png",
                    help="write a stacked-bar plot of the phase times per epoch "
                         "(needs matplotlib)")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show a progress line (default: only when stdout is a terminal)")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="show a per-minibatch progress bar on stderr, rank 0 only "
+                            "(needs tqdm; default: only when stderr is a terminal)")
+    shown.add_argument("--no-progress", dest="progress", action="store_false", default=None,
+                       help="never show the progress bar")
     return p
 
 
+def _check_given(given):
+    """Refuse options given on the command line that do not apply to the run."""
+    d = TrainOptions()
+    sampler = given.get("sampler", d.sampler)
+    if "fanouts" in given and sampler != "sage":
+        raise UsageError(f"--fanouts applies to --sampler sage; --sampler {sampler} draws "
+                         "a number of vertices per layer: use --layer-sizes")
+    if "layer_sizes" in given and sampler == "sage":
+        raise UsageError("--layer-sizes applies to --sampler ladies and fastgcn; --sampler "
+                         "sage draws neighbours per vertex: use --fanouts")
+    if "replication" in given and given.get("graph", d.graph) != "partitioned":
+        raise UsageError("--replication applies to --graph partitioned; drop it or add "
+                         "--graph partitioned")
+    if "root" in given and not is_ogb_name(given.get("dataset", d.dataset)):
+        raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
+                         f"downloaded); {given.get('dataset', d.dataset)!r} is not one: drop "
+                         "--root")
+    if "hidden" in given:
+        sizes = given.get("fanouts" if sampler == "sage" else "layer_sizes",
+                          d.fanouts if sampler == "sage" else d.layer_sizes)
+        if given.get("layers", len(sizes)) == 1 and len(sizes) == 1:
+            raise UsageError("--hidden applies to models of two layers or more; a one-layer "
+                             "model maps the features to the classes directly: drop --hidden")
+
+
 def options_from_args(args):
-    """``TrainOptions`` from parsed arguments, with the cross-option checks."""
+    """``TrainOptions`` from parsed arguments, with the cross-option checks.
+
+    Raises ``UsageError`` for an option given explicitly that does not
+    apply (see the module's docstring) and for settings that cannot work
+    together (``check_options``).
+
+    Examples
+    --------
+    >>> opts = options_from_args(build_parser().parse_args(["--sampler", "ladies"]))
+    >>> opts.sampler, opts.sizes, opts.epochs
+    ('ladies', (256, 256), 20)
+    >>> options_from_args(build_parser().parse_args(["--sampler", "ladies", "--fanouts", "5"]))
+    Traceback (most recent call last):
+    ...
+    sampling.train.options.UsageError: --fanouts applies to --sampler sage; --sampler ladies
+    draws a number of vertices per layer: use --layer-sizes
+    """
     names = {f.name for f in fields(TrainOptions)}
-    opts = TrainOptions(**{k: v for k, v in vars(args).items() if k in names})
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    _check_given(given)
+    opts = TrainOptions(**given)
     check_options(opts)
     return opts

@@ -1,5 +1,6 @@
 """How the job was launched (mpiexec or not), its communicator, and its thread counts."""
 
+import contextlib
 import os
 
 _LAUNCHER_VARS = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
@@ -51,18 +52,86 @@ def default_threads():
 
 
 def set_threads(numba_threads, torch_threads):
-    """Threads of this process for the sampling kernels (numba) and for torch.
+    """Set the threads for the sampling kernels (numba) and for torch, until changed again.
 
     Set explicitly: MPICH's mpiexec leaves torch with one thread, and numba
-    would otherwise start one thread per core in every rank.
+    would otherwise start one thread per core in every rank.  torch's count
+    is process-wide and numba's holds for the calling thread: both outlive
+    the call.  ``Trainer`` uses ``using_threads`` instead, which puts the
+    previous counts back.
     """
     import torch
     torch.set_num_threads(int(torch_threads))
+    numba = _numba()
+    if numba is not None:
+        numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
+
+
+def _numba():
     try:
         import numba
-        numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
-    except (ImportError, ValueError):  # pragma: no cover
-        pass
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    return numba
+
+
+def thread_counts():
+    """(numba threads of the calling thread, torch threads of the process), changing neither.
+
+    Examples
+    --------
+    >>> numba_threads, torch_threads = thread_counts()
+    >>> numba_threads >= 1 and torch_threads >= 1
+    True
+    """
+    import torch
+    numba = _numba()
+    # numba's first get_num_threads starts its threading layer, and its
+    # OpenMP layer sets the OpenMP threads that torch shares: read torch's
+    # count before, and put it back.
+    torch_threads = torch.get_num_threads()
+    numba_threads = numba.get_num_threads() if numba is not None else 1
+    if torch.get_num_threads() != torch_threads:
+        torch.set_num_threads(torch_threads)
+    return numba_threads, torch_threads
+
+
+@contextlib.contextmanager
+def using_threads(numba_threads, torch_threads):
+    """Run a block with these thread counts, then put the previous ones back.
+
+    The previous counts come back however the block ends (an exception, a
+    Ctrl-C), so a notebook that trains keeps its own settings.  Blocks nest.
+    torch's count is process-wide: two threads that train at the same time
+    share it (the last one to enter sets it).
+
+    Examples
+    --------
+    >>> import torch
+    >>> before = thread_counts()
+    >>> with using_threads(1, 1):
+    ...     torch.get_num_threads()
+    1
+    >>> thread_counts() == before
+    True
+    """
+    import torch
+    numba = _numba()
+    saved_numba, saved_torch = thread_counts()
+    want_numba = max(1, int(numba_threads))
+    if numba is not None:
+        want_numba = min(want_numba, numba.config.NUMBA_NUM_THREADS)
+    try:
+        if int(torch_threads) != saved_torch:
+            torch.set_num_threads(int(torch_threads))
+        if numba is not None and want_numba != saved_numba:
+            numba.set_num_threads(want_numba)
+        yield
+    finally:
+        if torch.get_num_threads() != saved_torch:
+            torch.set_num_threads(saved_torch)
+        if numba is not None and numba.get_num_threads() != saved_numba:
+            numba.set_num_threads(saved_numba)
 
 
 def require_torch():

@@ -20,6 +20,17 @@ class TrainOptions:
     """Settings of a training run (the command line's options).
 
     The defaults reach about 0.80 test accuracy on Cora with GraphSAGE.
+    ``fanouts`` (``sampler='sage'``) may hold -1 for "all neighbours";
+    ``root`` is where ``ogbn-*`` datasets are downloaded (default: the
+    loader's, ``$SPLA_DATA`` or ``~/.cache/spla-sampling``).  A ``Trainer``
+    given a sampler instance ignores ``sampler``, ``fanouts`` and
+    ``layer_sizes``; given a model, it ignores ``hidden`` and ``dropout``.
+
+    Examples
+    --------
+    >>> opts = TrainOptions(sampler="ladies", layer_sizes=(128, 128), epochs=5)
+    >>> opts.sizes, opts.depth
+    ((128, 128), 2)
     """
 
     sampler: str = "sage"
@@ -32,6 +43,7 @@ class TrainOptions:
     replication: int = 1
     graph: str = "replicated"
     dataset: str = "cora"
+    root: Optional[str] = None
     device: str = "cpu"
     epochs: int = 20
     lr: float = 0.01
@@ -41,7 +53,7 @@ class TrainOptions:
     seed: int = 0
     threads: Optional[int] = None
     plot: Optional[str] = None
-    progress: Optional[bool] = None  # None: only when stdout is a terminal
+    progress: Optional[bool] = None  # None: only when stderr is a terminal
 
     @property
     def sizes(self):
@@ -62,8 +74,21 @@ class UsageError(Exception):
     """
 
 
-def check_options(opts):
-    """Raise ``UsageError`` for settings that cannot work together."""
+def check_options(opts, *, sizes=True):
+    """Raise ``UsageError`` for settings that cannot work together.
+
+    ``sizes=False`` skips the check of ``layers`` against the sampler's
+    sizes (a ``Trainer`` given a sampler instance checks it against the
+    instance instead).
+
+    Examples
+    --------
+    >>> check_options(TrainOptions(root="/data"))
+    Traceback (most recent call last):
+    ...
+    sampling.train.options.UsageError: --root applies to ogbn-* datasets (it is where they are
+    downloaded); 'cora' is not one: drop --root
+    """
     if opts.sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {opts.sampler!r}; use one of {', '.join(SAMPLERS)}")
     if opts.graph not in GRAPH_MODES:
@@ -71,15 +96,29 @@ def check_options(opts):
     if opts.device not in DEVICES:
         raise UsageError(f"unknown device {opts.device!r}; use cpu or cuda")
     what = "--fanouts" if opts.sampler == "sage" else "--layer-sizes"
-    if opts.layers is not None and opts.layers != opts.depth:
+    if sizes and opts.layers is not None and opts.layers != opts.depth:
         raise UsageError(f"{what} has {opts.depth} entries but the model has --layers "
                          f"{opts.layers}; give one entry per layer")
     if opts.replication != 1 and opts.graph == "replicated":
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
+    if opts.root is not None and not is_ogb_name(opts.dataset):
+        raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
+                         f"downloaded); {opts.dataset!r} is not one: drop --root")
     if opts.plot is not None:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             raise UsageError("--plot needs matplotlib; install it with `pip install "
                              "matplotlib` or drop --plot")
+
+
+def is_ogb_name(name):
+    """True for an OGB node-property dataset name (``ogbn-...``), the ones ``--root`` applies to.
+
+    Examples
+    --------
+    >>> is_ogb_name("ogbn-arxiv"), is_ogb_name("cora")
+    (True, False)
+    """
+    return isinstance(name, str) and name.lower().startswith("ogbn-")

@@ -2,23 +2,35 @@
 
 ``Trainer(opts, comm)`` builds everything (collectively under MPI);
 ``train_epoch(e)`` is one epoch of bulk-sampled training, ``evaluate`` an
-accuracy, ``fit`` the whole run.
+accuracy, ``fit`` the whole run.  A sampler instance and a model can be
+given in place of the built-in ones (``Trainer(sampler=..., model=...)``).
+
+The trainer changes nothing in the process that outlives its work: the
+thread counts (numba, torch) and torch's random generator are its own only
+while it builds, trains or evaluates, and the caller's come back after.
 """
 
+import contextlib
 import math
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from spla import comm as C
+from spla.checks import describe, fail
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
 
-from sampling.train.launch import default_threads, set_threads, world_comm
-from sampling.train.options import PHASES, UsageError, check_options
+from sampling.train.launch import default_threads, using_threads, world_comm
+from sampling.train.options import PHASES, TrainOptions, UsageError, check_options
 from sampling.train.report import format_row, header
 
 _EVAL_STREAM = {"val": 1 << 40, "test": (1 << 40) + 1}  # fixed epochs of the eval draws
+
+_MODEL_PROTOCOL = ("a torch.nn.Module called as model(x, minibatch), with x the features "
+                   "of minibatch.input_nodes, that returns the logits of minibatch.seeds")
 
 
 @dataclass
@@ -48,29 +60,83 @@ class Trainer:
 
     Parameters
     ----------
-    opts : TrainOptions
+    opts : TrainOptions, optional
+        Default ``TrainOptions()``.
     comm : MPI communicator, optional
         None for a single process (no MPI); COMM_WORLD under mpiexec.
     dataset : sampling.datasets.Dataset, optional
-        Default: ``load(opts.dataset)``.
+        Default: ``load(opts.dataset)`` (with ``root=opts.root`` when set).
+        ``dataset.x`` is a ``spla.Matrix`` (sparse bag-of-words features,
+        row-normalised here as PyG's ``NormalizeFeatures`` does) or a dense
+        ``(n, f)`` float numpy array (used as given, in float32).
+    sampler : sampling.Sampler, optional
+        Used as given instead of the one ``opts`` names; its graph must have
+        the dataset's number of vertices.  ``opts.sampler``, ``fanouts`` and
+        ``layer_sizes`` are then not used (``describe()`` says what is).  A
+        sampler on a ``DistMatrix`` must be distributed over ``comm``; a
+        sampler on a local graph under MPI samples, on each rank, that
+        rank's share of every bulk.
+    model : torch.nn.Module, optional
+        Called as ``model(x, minibatch)``: ``x`` is a float32 tensor of the
+        features of ``minibatch.input_nodes`` (on ``opts.device``), and the
+        result must be the logits of ``minibatch.seeds``, a float tensor of
+        shape ``(minibatch.batch_size, num_classes)`` (checked at the first
+        step, on every rank together).  Default: the built-in GraphSAGE
+        model (or GCN for LADIES / FastGCN samplers) of ``opts.hidden``
+        width.  ``opts.hidden`` and ``opts.dropout`` do not apply to a given
+        model.  Under MPI, rank 0's parameters and buffers are broadcast to
+        every rank when the trainer is built, so every rank starts from the
+        same model however each built it (the architecture must be the
+        same).
+
+    Notes
+    -----
+    Threads: ``opts.threads`` (default: numba gets ``default_threads()``,
+    torch one thread) hold only while the trainer works (construction,
+    ``train_epoch``, ``evaluate``, ``fit``); the caller's counts are
+    restored afterwards, also after an exception.  Randomness: the trainer
+    seeds its own torch random state with ``opts.seed`` (the model
+    initialisation, dropout) and leaves the global one as it found it.  A
+    trainer is used by one thread at a time.
 
     Collective: under MPI every rank builds its Trainer and calls the same
     methods in the same order.
+
+    Examples
+    --------
+    A custom model follows the built-in models' protocol: it reads the
+    minibatch's blocks (input layer first) and returns the seeds' logits.
+
+    >>> import torch
+    >>> from sampling import GraphSAGE
+    >>> from sampling.datasets import load
+    >>> from sampling.models import BlockOperator
+    >>> class MeanMLP(torch.nn.Module):
+    ...     def __init__(self, f, classes):
+    ...         super().__init__()
+    ...         self.lin = torch.nn.Linear(f, classes)
+    ...     def forward(self, x, minibatch):
+    ...         for block in minibatch.blocks:     # mean over the sampled neighbours
+    ...             x = BlockOperator(block) @ x
+    ...         return self.lin(x)
+    >>> ds = load("cora")
+    >>> trainer = Trainer(TrainOptions(epochs=1, bulk=8, threads=1), dataset=ds,
+    ...                   sampler=GraphSAGE(ds.A, [5, 5]),
+    ...                   model=MeanMLP(ds.num_features, ds.num_classes))
+    >>> 0.0 <= trainer.fit() <= 1.0
+    True
     """
 
-    def __init__(self, opts, comm=None, dataset=None):
+    def __init__(self, opts=None, comm=None, dataset=None, *, sampler=None, model=None):
         import torch
-        import spla
-        from sampling import FastGCN, GraphSAGE, LADIES
-        from sampling.datasets import load
-        from sampling.features import FeatureStore
-        from sampling.models import model_for
-
-        check_options(opts)
+        opts = TrainOptions() if opts is None else opts
+        if not isinstance(opts, TrainOptions):
+            fail(DTypeError, "Trainer", "opts", "a sampling.train.TrainOptions (or None for "
+                 "the defaults)", describe(opts))
+        check_options(opts, sizes=sampler is None)
         self.opts = opts
         self.torch = torch
-        partitioned = opts.graph == "partitioned"
-        if partitioned and comm is None:
+        if opts.graph == "partitioned" and comm is None:
             comm = world_comm(need_mpi=True)
         self.comm = comm
         self.size = 1 if comm is None else comm.Get_size()
@@ -81,15 +147,31 @@ class Trainer:
         # spins (on a loaded 2-core machine it made an epoch 5-15x slower).
         self.threads = opts.threads or default_threads()
         self.torch_threads = opts.threads or 1
-        set_threads(self.threads, self.torch_threads)
         self.device = torch.device(opts.device)
+        self.given_sampler = sampler is not None
+        self.given_model = model is not None
+        self._local = threading.local()
+        self._rng_state = None
+        self._model_checked = False
+        self._show_progress = self.rank == 0 and _wants_progress(opts.progress)
+        self.history = []
+        with using_threads(self.threads, self.torch_threads):
+            self._build(dataset, sampler, model)
 
+    def _build(self, dataset, sampler, model):
+        import spla
+        from sampling import FastGCN, GraphSAGE, LADIES
+        from sampling.features import FeatureStore
+        from sampling.models import model_for
+
+        torch, opts = self.torch, self.opts
+        partitioned = opts.graph == "partitioned"
         # Checks that can fail on one rank (a missing GPU, a dataset that does
         # not load) or on all (the options) raise on every rank together.
-        with C.collective_checks(comm):
+        with C.collective_checks(self.comm):
             if opts.device == "cuda":
                 self._check_cuda()
-            ds = load(opts.dataset) if dataset is None else dataset
+            ds = _load(opts) if dataset is None else dataset
             n_train = int(ds.train_idx.size)
             if opts.batch_size > n_train:
                 raise UsageError(f"--batch-size {opts.batch_size} is larger than the training "
@@ -97,23 +179,42 @@ class Trainer:
             if partitioned and self.size % opts.replication:
                 raise UsageError(f"--replication {opts.replication} must divide the number "
                                  f"of ranks ({self.size})")
+            features = _features_of(ds)
+            if sampler is not None:
+                self._check_sampler(sampler, ds)
+            if model is not None:
+                _check_model(torch, model)
         self.dataset = ds
-        # Row-normalised bag-of-words features (as PyG's NormalizeFeatures).
-        x = spla.normalize_rows(ds.x.astype(np.float32))
-
-        distributed = partitioned or self.size > 1
-        layout = "1.5d" if opts.replication > 1 else "1d"
-        A = ds.A
-        if distributed:
-            G = spla.distribute(A, self.comm, layout=layout, replication=opts.replication,
-                                replicate_graph=not partitioned)
+        self.num_classes = ds.num_classes
+        if isinstance(features, spla.Matrix):
+            # Row-normalised bag-of-words features (as PyG's NormalizeFeatures).
+            x = spla.normalize_rows(features.astype(np.float32))
         else:
-            G = A.to("cuda") if opts.device == "cuda" else A
+            x = np.ascontiguousarray(features, dtype=np.float32)
+
+        if sampler is None:
+            distributed = partitioned or self.size > 1
+            layout = "1.5d" if opts.replication > 1 else "1d"
+            A = ds.A
+            if distributed:
+                G = spla.distribute(A, self.comm, layout=layout, replication=opts.replication,
+                                    replicate_graph=not partitioned)
+            else:
+                G = A.to("cuda") if opts.device == "cuda" else A
+            sizes = opts.sizes
+            sampler = {"sage": lambda: GraphSAGE(G, sizes),
+                       "ladies": lambda: LADIES(G, sizes),
+                       "fastgcn": lambda: FastGCN(G, sizes)}[opts.sampler]()
+            kind = opts.sampler
+        else:
+            G = sampler.D if sampler.D is not None else sampler.A
+            kind = "ladies" if isinstance(sampler, (LADIES, FastGCN)) else "sage"
         self.graph = G
-        sizes = opts.sizes
-        self.sampler = {"sage": lambda: GraphSAGE(G, sizes),
-                        "ladies": lambda: LADIES(G, sizes),
-                        "fastgcn": lambda: FastGCN(G, sizes)}[opts.sampler]()
+        self.sampler = sampler
+        self.depth = sampler.num_layers
+        # A sampler on a local graph under MPI: each rank samples its share
+        # of a bulk, as a sampler on a replicated DistMatrix would.
+        self._split = sampler.D is None and self.size > 1
         splits = {"train": ds.train_idx, "val": ds.val_idx, "test": ds.test_idx}
         if partitioned:
             self.store = FeatureStore(x, labels=ds.y, splits=splits, mode="partitioned",
@@ -132,13 +233,43 @@ class Trainer:
         self.minibatch_size = -(-opts.batch_size // self.size)
         self.bulk_size = self._plan_bulk()
 
-        torch.manual_seed(opts.seed)  # identical initialisation on every rank
-        self.model = model_for(opts.sampler, self.store.num_features, opts.hidden,
-                               ds.num_classes, opts.depth, opts.dropout).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=opts.lr,
+        with self._fork_rng():
+            self._seed(opts.seed)  # identical initialisation on every rank
+            if model is None:
+                model = model_for(kind, self.store.num_features, opts.hidden,
+                                  ds.num_classes, self.depth, opts.dropout)
+            self._save_rng()
+        self.model = model.to(self.device)
+        self._broadcast_model()
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.Adam(self.params, lr=opts.lr,
                                           weight_decay=opts.weight_decay)
-        self.params = [p for p in self.model.parameters()]
-        self.history = []
+
+    def _check_sampler(self, sampler, ds):
+        from sampling import Sampler
+        if not isinstance(sampler, Sampler):
+            fail(DTypeError, "Trainer", "sampler", "a sampling.Sampler instance (e.g. "
+                 "sampling.GraphSAGE(dataset.A, [10, 10]))", describe(sampler))
+        name = type(sampler).__name__
+        if sampler.num_nodes != ds.num_nodes:
+            fail(DimensionMismatch, "Trainer", "sampler", f"a sampler on a graph of "
+                 f"{ds.num_nodes} vertices (those of the dataset {ds.name})",
+                 f"{name} on a graph of {sampler.num_nodes} vertices")
+        o = self.opts
+        if o.layers is not None and o.layers != sampler.num_layers:
+            raise UsageError(f"opts.layers is {o.layers} but the sampler {name} samples "
+                             f"{sampler.num_layers} layers; leave opts.layers unset or make "
+                             "them equal")
+        D = sampler.D
+        if D is None:
+            return
+        MPI = C.mpi()
+        if self.comm is None or self.comm.Compare(D.comm) not in (MPI.IDENT, MPI.CONGRUENT):
+            got = ("comm=None" if self.comm is None else
+                   f"another communicator (of {self.size} rank(s))")
+            fail(LayoutError, "Trainer", "comm", f"the communicator of the sampler's "
+                 f"distributed graph ({name} on a DistMatrix over {D.comm.Get_size()} "
+                 "rank(s)): pass comm=sampler.D.comm", got)
 
     def _plan_bulk(self):
         """Minibatches per bulk over all ranks: ``--bulk``, or what the budget allows.
@@ -155,6 +286,11 @@ class Trainer:
             return opts.bulk
         from sampling import BulkPlanner
         with C.collective_checks(self.comm):
+            if not callable(getattr(self.sampler, "estimate_bytes", None)):
+                fail(InvalidValue, "Trainer", "opts.bulk", "set (minibatches per bulk): "
+                     f"the sampler {type(self.sampler).__name__} has no "
+                     "estimate_bytes(batch_size), so opts.memory_budget cannot size the "
+                     "bulks", None)
             need = self.sampler.estimate_bytes(self.minibatch_size)
             if need > opts.memory_budget:
                 raise UsageError(f"--memory-budget {opts.memory_budget} bytes is too small for "
@@ -175,16 +311,106 @@ class Trainer:
             raise MissingDependency("--device cuda needs cupy; install it with "
                                     "`pip install -e \".[gpu]\"`") from None
 
+    def _broadcast_model(self):
+        """Rank 0's parameters and buffers on every rank (one broadcast of their bytes)."""
+        if self.size == 1:
+            return
+        torch = self.torch
+        tensors = list(self.model.parameters()) + list(self.model.buffers())
+        nbytes = [t.numel() * t.element_size() for t in tensors]
+        C.check_same(self.comm, "Trainer", "model", [len(tensors), sum(nbytes)],
+                     expected="the same architecture on every rank (as many parameter and "
+                              "buffer tensors and bytes)", cls=InvalidValue,
+                     show=lambda v: f"{v[0]} tensors of {v[1]} bytes")
+        if not tensors:
+            return
+        flat = torch.cat([t.detach().reshape(-1).contiguous().cpu().view(torch.uint8)
+                          for t in tensors])
+        buf = C.bcast_array(self.comm, flat.numpy().copy(), 0, "train.broadcast")
+        if self.rank == 0:
+            return
+        data, off = torch.from_numpy(buf), 0
+        with torch.no_grad():
+            for t, nb in zip(tensors, nbytes):
+                t.copy_(data[off:off + nb].view(t.dtype).view(t.shape))
+                off += nb
+
+    # -- the trainer's own threads and random state -------------------------------------
+    def _fork_rng(self):
+        """torch's global random state, put back when the block ends."""
+        torch = self.torch
+        devices = []
+        if self.device.type == "cuda":
+            devices = [self.device.index if self.device.index is not None
+                       else torch.cuda.current_device()]
+        return torch.random.fork_rng(devices=devices)
+
+    def _seed(self, seed):
+        torch = self.torch
+        torch.default_generator.manual_seed(seed)
+        if self.device.type == "cuda":
+            with torch.cuda.device(self.device):
+                torch.cuda.manual_seed(seed)
+
+    def _save_rng(self):
+        torch = self.torch
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        self._rng_state = (torch.get_rng_state(), cuda)
+
+    def _load_rng(self):
+        torch = self.torch
+        cpu, cuda = self._rng_state
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda, self.device)
+
+    @contextlib.contextmanager
+    def _working(self):
+        """The trainer's threads and random state for the block, the caller's after it."""
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        try:
+            if depth:  # nested (fit -> train_epoch -> evaluate): already set
+                yield
+                return
+            with using_threads(self.threads, self.torch_threads), self._fork_rng():
+                self._load_rng()
+                try:
+                    yield
+                finally:
+                    self._save_rng()
+        finally:
+            self._local.depth = depth
+
     # -- helpers ---------------------------------------------------------------
     def describe(self):
-        o = self.opts
-        sizes = ",".join(map(str, o.sizes))
-        what = "fanouts" if o.sampler == "sage" else "layer sizes"
+        """One paragraph: the dataset, and what the run uses (sampler, model, layout, threads)."""
+        o, s = self.opts, self.sampler
         mode = (f"graph {o.graph}" + (f", c = {o.replication}" if o.graph == "partitioned"
                                       else ""))
+        if self.given_sampler:
+            shown = f"{self.depth} layers"
+            for attr in ("fanouts", "layer_sizes"):
+                sizes = getattr(s, attr, None)
+                if sizes:
+                    shown = f"{attr.replace('_', ' ')} {','.join(map(str, sizes))}"
+                    break
+            where = ("on a DistMatrix" if s.D is not None else
+                     "local graph" + (", each rank samples its share" if self._split else ""))
+            sampler = (f"sampler {type(s).__name__} instance ({shown}, {where}; "
+                       "opts.sampler, fanouts and layer_sizes not used)")
+            mode = f"features {o.graph}" + (f", c = {o.replication}"
+                                            if o.graph == "partitioned" else "")
+        else:
+            what = "fanouts" if o.sampler == "sage" else "layer sizes"
+            sampler = f"sampler {o.sampler} ({what} {','.join(map(str, o.sizes))})"
+        if self.given_model:
+            model = (f"model {type(self.model).__name__} (given; opts.hidden and dropout "
+                     "not used)")
+        else:
+            model = f"model {type(self.model).__name__} {self.depth} layers x {o.hidden}"
         return (f"{self.dataset!r}\n"
-                f"sampler {o.sampler} ({what} {sizes}), model "
-                f"{type(self.model).__name__} {o.depth} layers x {o.hidden}, batch "
+                f"{sampler}, {model}, batch "
                 f"{o.batch_size} ({self.minibatch_size} per rank), bulk {self.bulk_size}, "
                 f"{self.size} rank(s), {mode}, "
                 f"device {o.device}, threads: {self.threads} numba, {self.torch_threads} torch")
@@ -193,14 +419,32 @@ class Trainer:
         k = self.bulk_size
         return [list(range(i, min(n, i + k))) for i in range(0, n, k)]
 
+    def _own(self, k, rank):
+        """Positions of the minibatches of a bulk of k that ``rank`` trains."""
+        D = self.sampler.D
+        if D is not None:
+            from sampling.base import owned_batches
+            return owned_batches(k, D.layout, rank, self.sampler._by_process_row)
+        if self._split:
+            from spla.layout import chunk
+            s, e = chunk(k, self.size, rank)
+            return list(range(s, e))
+        return list(range(k))
+
     def _steps(self, k):
         """Steps of a bulk of k minibatches: the most any rank owns."""
-        D = getattr(self.sampler, "D", None)
-        if D is None:
+        if self.sampler.D is None and not self._split:
             return k
-        from sampling.base import owned_batches
-        return max(len(owned_batches(k, D.layout, r, self.sampler._by_process_row))
-                   for r in range(self.size))
+        return max(len(self._own(k, r)) for r in range(self.size))
+
+    def _sample(self, batches, bulk, stream):
+        """This rank's minibatches of one bulk (``bulk``: ids into ``batches``)."""
+        if self._split:
+            bulk = [bulk[i] for i in self._own(len(bulk), self.rank)]
+            if not bulk:
+                return []
+        return self.sampler.sample([batches[i] for i in bulk], seed=self.opts.seed,
+                                   epoch=stream, batch_ids=bulk)
 
     def _features(self, ids):
         """Features of ``ids`` as a torch tensor on the device (collective when partitioned)."""
@@ -237,6 +481,43 @@ class Trainer:
             off += a.size
         return out
 
+    @contextlib.contextmanager
+    def _first_forward(self):
+        """Until the model's output has been checked once: the block's errors are collective.
+
+        The first forward pass checks the model's output (``_forward``); run
+        inside ``collective_checks``, a model that fails there (or raises)
+        stops every rank together, also ranks without a minibatch in that
+        step.
+        """
+        if self._model_checked:
+            yield
+            return
+        with C.collective_checks(self.comm):
+            yield
+        self._model_checked = True
+
+    def _forward(self, x, mb):
+        out = self.model(x, mb)
+        if not self._model_checked:
+            self._check_logits(out, mb)
+        return out
+
+    def _check_logits(self, out, mb):
+        name = type(self.model).__name__
+        want = (mb.batch_size, self.num_classes)
+        expected = (f"{_MODEL_PROTOCOL}: a float tensor of shape (seeds, classes) = {want} "
+                    "for this minibatch")
+        if not self.torch.is_tensor(out):
+            fail(DTypeError, "Trainer", "model", expected,
+                 f"{name}(x, minibatch) -> {type(out).__name__}")
+        if tuple(out.shape) != want:
+            fail(DimensionMismatch, "Trainer", "model", expected,
+                 f"{name}(x, minibatch) -> tensor of shape {tuple(out.shape)}")
+        if not out.is_floating_point():
+            fail(DTypeError, "Trainer", "model", expected,
+                 f"{name}(x, minibatch) -> tensor of dtype {out.dtype}")
+
     def _allreduce_grads(self, n_seeds, loss, where):
         """Sum gradients, seed counts and losses over the ranks; divide by the total seeds.
 
@@ -266,7 +547,7 @@ class Trainer:
             off = 0
             for p in self.params:
                 k = p.numel()
-                p.grad = res[off:off + k].view_as(p).clone()
+                p.grad = res[off:off + k].view_as(p).to(p.dtype).clone()
                 off += k
         return total
 
@@ -287,19 +568,26 @@ class Trainer:
         # op=None: scalars for the report are not part of the training step's bytes.
         return C.allreduce_array(self.comm, np.asarray(values, np.float64), op, None)
 
-    def _progress(self, text):
-        show = self.opts.progress
-        if show is None:
-            show = sys.stdout.isatty()
-        if show and self.rank == 0:
-            sys.stdout.write("\r" + text.ljust(60))
-            if not text:
-                sys.stdout.write("\r")
-            sys.stdout.flush()
+    def _progress_bar(self, total, epoch):
+        """A tqdm bar on stderr over the epoch's steps (rank 0), or None."""
+        if not self._show_progress:
+            return None
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return None
+        # leave=False: the bar is cleared when closed, before the epoch's row
+        # is printed, so the table stays clean.
+        return tqdm(total=total, desc=f"epoch {epoch + 1}", unit="minibatch",
+                    file=sys.stderr, leave=False)
 
     # -- training and evaluation --------------------------------------------------
     def train_epoch(self, epoch):
         """Collective: one epoch of bulk-sampled training; returns ``EpochStats``."""
+        with self._working():
+            return self._train_epoch(epoch)
+
+    def _train_epoch(self, epoch):
         from sampling import epoch_batches
         torch, o = self.torch, self.opts
         t = dict.fromkeys(PHASES, 0.0)
@@ -313,45 +601,52 @@ class Trainer:
             C.check_same(self.comm, "Trainer.train_epoch",
                          "(number of minibatches, bulk size)", [len(batches), self.bulk_size])
             bulks = self._bulks(len(batches))
-            self.model.train()
-            for bi, bulk in enumerate(bulks):
-                self._progress(f"epoch {epoch + 1}: bulk {bi + 1}/{len(bulks)}")
-                t0 = time.perf_counter()
-                mbs = self.sampler.sample([batches[i] for i in bulk], seed=o.seed, epoch=epoch,
-                                          batch_ids=bulk)
-                t1 = time.perf_counter()
-                t["sample"] += t1 - t0
-                edges += sum(mb.num_sampled_edges for mb in mbs)
-                xs = self._fetch_bulk(mbs)
-                t2 = time.perf_counter()
-                t["fetch"] += t2 - t1
-                for j in range(self._steps(len(bulk))):
+            bar = self._progress_bar(sum(self._steps(len(b)) for b in bulks), epoch)
+            try:
+                self.model.train()
+                for bi, bulk in enumerate(bulks):
                     t0 = time.perf_counter()
-                    self.optimizer.zero_grad(set_to_none=True)
-                    n, step_loss = 0, 0.0
-                    if j < len(mbs):
-                        mb = mbs[j]
-                        logits = self.model(xs[j], mb)
-                        loss = torch.nn.functional.cross_entropy(
-                            logits, self._labels(mb.seeds), reduction="sum")
-                        loss.backward()
-                        step_loss = float(loss.detach())
-                        loss_sum += step_loss
-                        n = mb.batch_size
-                        seeds += n
+                    mbs = self._sample(batches, bulk, epoch)
                     t1 = time.perf_counter()
-                    self._allreduce_grads(n, step_loss,
-                                          f"epoch {epoch + 1}, bulk {bi + 1}, step {j + 1}")
+                    t["sample"] += t1 - t0
+                    edges += sum(mb.num_sampled_edges for mb in mbs)
+                    xs = self._fetch_bulk(mbs)
                     t2 = time.perf_counter()
-                    self.optimizer.step()
-                    t3 = time.perf_counter()
-                    t["fwd/bwd"] += (t1 - t0) + (t3 - t2)
-                    t["allreduce"] += t2 - t1
-                    steps += 1
-            t0 = time.perf_counter()
-            val = self.evaluate("val")
-            t["eval"] = time.perf_counter() - t0
-            self._progress("")
+                    t["fetch"] += t2 - t1
+                    for j in range(self._steps(len(bulk))):
+                        t0 = time.perf_counter()
+                        self.optimizer.zero_grad(set_to_none=True)
+                        n, step_loss = 0, 0.0
+                        with self._first_forward():
+                            if j < len(mbs):
+                                mb = mbs[j]
+                                logits = self._forward(xs[j], mb)
+                                loss = torch.nn.functional.cross_entropy(
+                                    logits, self._labels(mb.seeds), reduction="sum")
+                                loss.backward()
+                                step_loss = float(loss.detach())
+                                loss_sum += step_loss
+                                n = mb.batch_size
+                                seeds += n
+                        t1 = time.perf_counter()
+                        self._allreduce_grads(n, step_loss,
+                                              f"epoch {epoch + 1}, bulk {bi + 1}, step {j + 1}")
+                        t2 = time.perf_counter()
+                        self.optimizer.step()
+                        t3 = time.perf_counter()
+                        t["fwd/bwd"] += (t1 - t0) + (t3 - t2)
+                        t["allreduce"] += t2 - t1
+                        steps += 1
+                        if bar is not None:
+                            bar.update(1)
+                if bar is not None:
+                    bar.set_postfix_str("validating")
+                t0 = time.perf_counter()
+                val = self.evaluate("val")
+                t["eval"] = time.perf_counter() - t0
+            finally:
+                if bar is not None:
+                    bar.close()
             nbytes = sum(moved.values())
         tot = self._reduce([loss_sum, seeds, edges, nbytes])
         tmax = self._reduce([t[k] for k in PHASES], "max")
@@ -368,7 +663,11 @@ class Trainer:
         the same neighbourhoods), spread over the ranks like a bulk, and
         the correct counts are summed over the ranks.
         """
-        torch, o = self.torch, self.opts
+        with self._working():
+            return self._evaluate(split)
+
+    def _evaluate(self, split):
+        torch = self.torch
         if isinstance(split, str):
             ids = self.store.splits[split]
             stream = _EVAL_STREAM[split]
@@ -381,16 +680,18 @@ class Trainer:
         correct = total = 0
         was_training = self.model.training
         self.model.eval()
-        with torch.no_grad():
-            for bulk in self._bulks(len(batches)):
-                mbs = self.sampler.sample([batches[i] for i in bulk], seed=o.seed,
-                                          epoch=stream, batch_ids=bulk)
-                xs = self._fetch_bulk(mbs)
-                for mb, x in zip(mbs, xs):
-                    pred = self.model(x, mb).argmax(dim=1)
-                    correct += int((pred == self._labels(mb.seeds)).sum())
-                    total += mb.batch_size
-        self.model.train(was_training)
+        try:
+            with torch.no_grad():
+                for bulk in self._bulks(len(batches)):
+                    mbs = self._sample(batches, bulk, stream)
+                    xs = self._fetch_bulk(mbs)
+                    with self._first_forward():
+                        for mb, x in zip(mbs, xs):
+                            pred = self._forward(x, mb).argmax(dim=1)
+                            correct += int((pred == self._labels(mb.seeds)).sum())
+                            total += mb.batch_size
+        finally:
+            self.model.train(was_training)
         c, n = self._reduce([correct, total])
         return float(c / n) if n else float("nan")
 
@@ -400,18 +701,73 @@ class Trainer:
         ``log(line)`` receives the table (header, one row per epoch) on
         rank 0.  Returns the test accuracy.
         """
-        epochs = self.opts.epochs if epochs is None else epochs
-        start = len(self.history)
-        if log and self.rank == 0:
-            log(header())
-        for e in range(start, start + epochs):
-            stats = self.train_epoch(e)
+        with self._working():
+            epochs = self.opts.epochs if epochs is None else epochs
+            start = len(self.history)
             if log and self.rank == 0:
-                log(format_row(stats))
-        return self.evaluate("test")
+                log(header())
+            for e in range(start, start + epochs):
+                stats = self.train_epoch(e)
+                if log and self.rank == 0:
+                    log(format_row(stats))
+            return self.evaluate("test")
 
     def parameter_checksum(self):
         """float64 sum of |parameters| and of their positions-weighted values."""
         flat = self.torch.cat([p.detach().reshape(-1).double().cpu() for p in self.params])
         w = self.torch.arange(flat.numel(), dtype=self.torch.float64) % 97 + 1
         return float(flat.abs().sum()), float((flat * w).sum())
+
+
+def _wants_progress(progress):
+    """``progress`` if set, else whether stderr (where the bar goes) is a terminal."""
+    if progress is not None:
+        return bool(progress)
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
+def _load(opts):
+    from sampling.datasets import load
+    if opts.root is None:
+        return load(opts.dataset)
+    return load(opts.dataset, root=opts.root)
+
+
+def _what(x):
+    """``describe`` for a received value, naming its type when it is not numpy."""
+    if isinstance(x, np.ndarray) or not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return describe(x)
+    return (f"a {type(x).__module__}.{type(x).__name__} of shape {tuple(x.shape)} and dtype "
+            f"{x.dtype}")
+
+
+def _features_of(ds):
+    """``dataset.x`` checked: a spla.Matrix, or a dense float (n, f) numpy array."""
+    from spla import Matrix
+    x = getattr(ds, "x", None)
+    expected = ("a spla.Matrix (sparse features, row-normalised by the trainer) or a dense "
+                "float32 numpy array of shape (n, f) (used as given)")
+    if isinstance(x, Matrix):
+        if x.nrows != ds.num_nodes:
+            fail(DimensionMismatch, "Trainer", "dataset.x", f"{ds.num_nodes} rows (one per "
+                 "vertex)", f"shape {x.shape}")
+        return x
+    if not isinstance(x, np.ndarray):
+        fail(DTypeError, "Trainer", "dataset.x", expected, _what(x))
+    if x.ndim != 2 or x.shape[0] != ds.num_nodes:
+        fail(DimensionMismatch, "Trainer", "dataset.x", f"a 2-D array of shape (n, f) with n = "
+             f"{ds.num_nodes} (one row per vertex)", describe(x))
+    if x.dtype.kind != "f":
+        fail(DTypeError, "Trainer", "dataset.x", expected, describe(x))
+    return x
+
+
+def _check_model(torch, model):
+    if not isinstance(model, torch.nn.Module):
+        fail(DTypeError, "Trainer", "model", _MODEL_PROTOCOL, _what(model))
+    if not any(p.requires_grad for p in model.parameters()):
+        fail(InvalidValue, "Trainer", "model", "a module with trainable parameters",
+             f"{type(model).__name__} without any")
