@@ -225,18 +225,20 @@ def test_wrong_model_output_fails_at_the_first_step(cora, how, exc, got):
 # -- dense features --------------------------------------------------------------------------
 
 def _with_x(ds, x):
-    """``ds`` with features ``x``.
+    """``ds`` with features ``x``, through ``Dataset`` and its checks."""
+    return Dataset(ds.name, ds.A, x, ds.y, ds.train_idx, ds.val_idx, ds.test_idx,
+                   classes=ds.classes)
 
-    The dataset helper's ``Dataset`` accepts a dense numpy ``x``; until it
-    lands, the frozen dataclass is copied and its field replaced.
+
+def _forced_x(ds, x):
+    """``ds`` with its ``x`` field overwritten, past ``Dataset``'s checks.
+
+    What a user who mutates the frozen dataclass gets: the trainer's own
+    check must still refuse features it cannot use.
     """
-    try:
-        return Dataset(ds.name, ds.A, x, ds.y, ds.train_idx, ds.val_idx, ds.test_idx,
-                       classes=ds.classes)
-    except DTypeError:
-        out = copy.copy(ds)
-        object.__setattr__(out, "x", x)
-        return out
+    out = copy.copy(ds)
+    object.__setattr__(out, "x", x)
+    return out
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -256,8 +258,27 @@ def test_dense_features_are_used_as_given(cora, dtype):
     assert raw.parameter_checksum() != ref.parameter_checksum()
 
 
+def test_torch_and_integer_features_train_like_numpy(cora):
+    # Dataset converts torch tensors and integer arrays to dense float32 at
+    # construction, so the run equals the numpy one.
+    opts = TrainOptions(**FAST)
+    dense = cora.x.to_scipy().toarray().astype(np.float32)
+    ref = Trainer(opts, dataset=_with_x(cora, dense))
+    ref.fit()
+    for x in (torch.from_numpy(dense), dense.astype(np.int64)):
+        trainer = Trainer(opts, dataset=_with_x(cora, x))
+        trainer.fit()
+        assert trainer.parameter_checksum() == ref.parameter_checksum()
+
+
 def test_bad_features_fail_at_construction(cora):
     dense = cora.x.to_scipy().toarray().astype(np.float32)
+    # Shapes are refused by the Dataset itself.
+    for x, message in [(dense[:-1], r"'x' must be 2708 rows"),
+                       (dense[0], r"'x' must be a 2-D \(n, f\) matrix")]:
+        with pytest.raises(DimensionMismatch, match=message):
+            _with_x(cora, x)
+    # Features forced past the Dataset's checks are refused by the trainer.
     cases = [
         (torch.from_numpy(dense), DTypeError,
          r"argument 'dataset.x' must be a spla.Matrix .* or a dense float32 numpy array of "
@@ -271,7 +292,7 @@ def test_bad_features_fail_at_construction(cora):
     ]
     for x, exc, message in cases:
         with pytest.raises(exc, match=message):
-            Trainer(TrainOptions(**FAST), dataset=_with_x(cora, x))
+            Trainer(TrainOptions(**FAST), dataset=_forced_x(cora, x))
 
 
 # -- no process-wide side effects ------------------------------------------------------------
