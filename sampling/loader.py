@@ -311,7 +311,8 @@ class NodeLoader:
         return self._num_batches // self._p
 
     def __repr__(self):
-        kind = self._feature_kind or "none"
+        # "scipy" is how sparse features (scipy or spla) are held internally.
+        kind = {"scipy": "sparse", None: "none"}.get(self._feature_kind, self._feature_kind)
         return (f"<NodeLoader {type(self.sampler).__name__}, {self._seeds.size} seeds, "
                 f"batch_size {self.batch_size}, {len(self)} minibatches per epoch"
                 + (f" on each of {self._p} ranks" if self._p > 1 else "")

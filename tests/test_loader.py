@@ -518,7 +518,7 @@ def test_several_threads_iterate_one_loader(cora, sage):
 def test_repr(cora, sage):
     r = repr(NodeLoader(sage, cora.train_idx, 32, features=cora.x.to_scipy(), labels=cora.y))
     for part in ("GraphSAGE", "140 seeds", "batch_size 32", "5 minibatches", "bulk 16",
-                 "next epoch 0", "features: scipy", "labels: yes"):
+                 "next epoch 0", "features: sparse", "labels: yes"):
         assert part in r, r
 
 
