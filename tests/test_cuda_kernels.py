@@ -49,6 +49,9 @@ sim = pytest.mark.skipif(
 # (several minutes), hence the generous limits.
 CHILD_TIMEOUT_S = 900
 
+#: Other files whose ``test_sim_*`` tests run in the same simulator child.
+SIM_FILES = ("test_topk_cuda.py",)
+
 
 @pytest.mark.cudasim
 @pytest.mark.timeout(CHILD_TIMEOUT_S + 60)
@@ -57,15 +60,21 @@ def test_cuda_kernels_under_simulator():
         pytest.skip("this is the simulator child process itself")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "SPLA_IN_CUDASIM": "1"}
     t0 = time.perf_counter()
+    # One child runs every file's simulator tests: starting the simulator and
+    # loading the kernels is most of a child's time.
+    files = [os.path.abspath(__file__)] + [os.path.join(ROOT, "tests", f) for f in SIM_FILES]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         os.path.abspath(__file__), "-k", "sim"],
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *files, "-k", "sim"],
         env=env, cwd=ROOT, capture_output=True, text=True,
         timeout=CHILD_TIMEOUT_S)
     took = time.perf_counter() - t0
     assert proc.returncode == 0, (
         f"simulator tests failed (rc={proc.returncode}, {took:.0f} s):\n"
         f"{proc.stdout}\n{proc.stderr}")
+    # The other files' checks must have run in the child, not been skipped.
+    for f in SIM_FILES:
+        ran = [ln for ln in proc.stdout.splitlines() if ln.startswith(f"tests/{f}::test_sim_")]
+        assert ran and all("PASSED" in ln for ln in ran), "\n".join(ran) or proc.stdout
 
 
 # --------------------------------------------------------------------------

@@ -1,10 +1,9 @@
 """The CUDA top-k kernel (``kernels.cuda.topk``) against its CPU twin.
 
-As in ``tests/test_cuda_kernels.py``: the simulator needs
-``NUMBA_ENABLE_CUDASIM=1`` before ``numba.cuda`` is first imported, so
-``test_topk_under_simulator`` runs this file again in a child process with
-the simulator on (``SPLA_IN_CUDASIM=1``), where the ``test_sim_*`` tests run;
-elsewhere they skip.  Inputs stay tiny (the simulator runs each GPU thread
+The simulator needs ``NUMBA_ENABLE_CUDASIM=1`` before ``numba.cuda`` is
+first imported, so ``tests/test_cuda_kernels.py::test_cuda_kernels_under_simulator``
+runs the ``test_sim_*`` tests of this file in its simulator child process
+(``SPLA_IN_CUDASIM=1``, see ``SIM_FILES`` there); elsewhere they skip.  Inputs stay tiny (the simulator runs each GPU thread
 as a Python thread).  The ``gpu`` tests run the same check, and
 ``spla.select_topk`` end to end, on cupy arrays on a real GPU.
 
@@ -14,41 +13,16 @@ CPU kernel returns (same arrays, same dtypes).
 """
 
 import os
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
 IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 sim = pytest.mark.skipif(
     not IN_SIM,
     reason="runs only in the CUDA-simulator child process started by "
-           "test_topk_under_simulator")
-
-CHILD_TIMEOUT_S = 600
-
-
-@pytest.mark.cudasim
-@pytest.mark.timeout(CHILD_TIMEOUT_S + 60)
-def test_topk_under_simulator():
-    if IN_SIM:
-        pytest.skip("this is the simulator child process itself")
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "SPLA_IN_CUDASIM": "1"}
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         os.path.abspath(__file__), "-k", "sim"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    took = time.perf_counter() - t0
-    assert proc.returncode == 0, (
-        f"simulator tests failed (rc={proc.returncode}, {took:.0f} s):\n"
-        f"{proc.stdout}\n{proc.stderr}")
-    # the child must have run both checks, not skipped them
-    assert "2 passed" in proc.stdout, proc.stdout
+           "tests/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
 
 
 def _host(a):
@@ -99,15 +73,6 @@ def check_topk(C, G, dev):
                     assert np.array_equal(g, w), f"{what}:\n got {g}\nwant {w}"
                 seen_heap |= 0 < k < int(np.diff(ptr).max(initial=0))
     assert seen_heap  # some row is longer than k: the heap path ran
-
-
-@sim
-@pytest.mark.cudasim
-def test_sim_simulator_is_on():
-    from numba import config
-
-    from kernels.cuda import _util
-    assert config.ENABLE_CUDASIM and _util.SIM
 
 
 @sim
