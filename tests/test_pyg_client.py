@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import spla
-from sampling import GraphSAGE, LADIES, epoch_batches
+from sampling import ALL_NEIGHBORS, GraphSAGE, LADIES, NodeLoader
 from sampling.datasets import load
 
 torch = pytest.importorskip("torch")
@@ -66,16 +66,19 @@ def test_sageconv_trains_on_cora(cora):
     torch.manual_seed(0)
     model = SAGE([x.shape[1], 64, ds.num_classes])
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
-    sampler = GraphSAGE(ds.A, [10, 10])
+    loader = NodeLoader(GraphSAGE(ds.A, [10, 10]), ds.train_idx, 32, features=x.numpy(),
+                        labels=ds.y, seed=0)
     for epoch in range(20):
         model.train()
-        batches = epoch_batches(ds.train_idx, 32, seed=0, epoch=epoch)
-        for mb in sampler.sample(batches, seed=0, epoch=epoch, batch_ids=range(len(batches))):
+        for mb in loader:                      # each pass is the next epoch
             batch_size, n_id, adjs = mb.to_pyg()[:3]
-            loss = F.cross_entropy(model.forward_adjs(x[n_id], adjs), y[n_id[:batch_size]])
+            # The loader's features and labels are those of n_id and the seeds.
+            assert torch.equal(mb.x, x[n_id]) and torch.equal(mb.y, y[n_id[:batch_size]])
+            loss = F.cross_entropy(model.forward_adjs(mb.x, adjs), mb.y)
             opt.zero_grad()
             loss.backward()
             opt.step()
+    assert loader.epoch == 20
     model.eval()
     with torch.no_grad():
         pred = model.forward_full(x, edge_index).argmax(1)
@@ -85,8 +88,7 @@ def test_sageconv_trains_on_cora(cora):
 
 
 def _full_neighbourhood_batch(ds, seeds, layers):
-    deg = int(np.asarray(ds.A.row_degrees()).max())
-    mb, = GraphSAGE(ds.A, [deg] * layers).sample([seeds], seed=5)
+    mb, = GraphSAGE(ds.A, [ALL_NEIGHBORS] * layers).sample([seeds], seed=5)
     return mb
 
 
