@@ -250,7 +250,7 @@ class Partition:
         return xp.asarray(table)[a]
 
     def permute(self, A, rows=None):
-        """The renumbered matrix ``P A P^T``: entry ``(i, j)`` moves to ``(inverse[i], inverse[j])``.
+        """The renumbered matrix ``P A P^T``: entry (i, j) moves to (inverse[i], inverse[j]).
 
         Equal to ``A[perm][:, perm]``, computed by one ``spla.extract``
         (rows ``perm``, columns ``perm``), on A's device.

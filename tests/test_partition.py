@@ -488,3 +488,18 @@ def test_distribute_partition_errors():
                         partition=Partition(np.zeros(4, np.int64), 1))
     with pytest.raises(spla.LayoutError, match="^DistMatrix.from_local: argument 'partition'"):
         spla.DistMatrix.from_local(A, (4, 4), partition=Partition([0, 0, 1, 1], 2))
+
+
+def test_metis_with_an_old_pymetis_says_which_version(pymetis, monkeypatch):
+    monkeypatch.delattr(pymetis, "CSRAdjacency")
+    with pytest.raises(spla.MissingDependency, match="needs pymetis 2025.2 or later"):
+        metis(spla.Matrix.from_dense(np.ones((4, 4))), 2)
+
+
+def test_metis_from_several_threads_gives_the_same_partition(pymetis):
+    from concurrent.futures import ThreadPoolExecutor
+    S, _ = community_graph(seed=3)
+    want = metis(S, 4, seed=2)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: metis(S, 4, seed=2), range(8)))
+    assert all(P == want for P in got)
