@@ -27,6 +27,8 @@ from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError,
 from spla.extract import extract, extract_blockwise, extract_cols, extract_rows
 from spla.matrix import Matrix
 from spla.mxm import MxmExpr, mxm
+from spla import partition  # noqa: F401 - spla.partition.block / metis
+from spla.partition import Partition
 from spla.sample import sample_rows
 from spla.structure import (block_diag, compact_columns, compact_columns_blockwise,
                              split_blocks, transpose, vstack)
@@ -35,7 +37,7 @@ from spla.topk import select_topk
 __version__ = "0.1.0"
 
 __all__ = [
-    "Matrix", "MxmExpr", "semiring", "DistMatrix", "distribute",
+    "Matrix", "MxmExpr", "semiring", "DistMatrix", "distribute", "Partition",
     "mxm", "extract", "extract_rows", "extract_cols", "extract_blockwise",
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",

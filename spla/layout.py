@@ -10,6 +10,12 @@ A layout on ``p`` ranks with replication ``c`` (``c`` divides ``p``) is a
 process column ``r % c``; the matrix is split into ``p/c`` block rows and
 block ``i`` is held by every rank of process row ``i``.  ``'1d'`` is the
 case ``c = 1``; ``replicated`` layouts hold the whole matrix on every rank.
+
+A layout may instead carry explicit block boundaries (``bounds``, from a
+``spla.partition.Partition`` of the renumbered graph): block ``i`` is then
+rows ``[bounds[i], bounds[i + 1])``.  ``Layout.block_rows``,
+``Layout.row_bounds`` and ``Layout.owner`` answer for both kinds, so code
+that asks the layout never needs to know which.
 """
 
 from dataclasses import dataclass
@@ -72,7 +78,7 @@ def owner_of(rows, n, parts):
 _KINDS = ("local", "1d", "1.5d")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Layout:
     """How a matrix's rows are spread over ``p`` ranks.
 
@@ -85,6 +91,10 @@ class Layout:
         Replication factor (ranks per process row); 1 for '1d' and 'local'.
     replicated : bool
         Every rank holds the whole matrix (the graph-replicated mode).
+    bounds : tuple of int, optional
+        Explicit block boundaries (``p/c + 1`` non-decreasing ints from 0 to
+        the number of rows): block ``i`` is rows ``[bounds[i],
+        bounds[i + 1])``.  ``None`` (the default): the blocks of ``chunk``.
 
     Examples
     --------
@@ -92,12 +102,21 @@ class Layout:
     >>> L = Layout("1.5d", p=6, c=2)
     >>> L.grid_rows, L.position(5), L.block_rows(10, 5)
     (3, (2, 1), (7, 10))
+    >>> M = Layout("1d", p=2, bounds=(0, 7, 10))          # e.g. from a METIS partition
+    >>> M.block_rows(10, 0), M.owner([6, 7], 10).tolist()
+    ((0, 7), [0, 1])
     """
 
     kind: str
     p: int = 1
     c: int = 1
     replicated: bool = False
+    bounds: tuple = None
+
+    def __repr__(self):
+        extra = "" if self.bounds is None else f", bounds={self.bounds}"
+        return (f"Layout(kind={self.kind!r}, p={self.p}, c={self.c}, "
+                f"replicated={self.replicated}{extra})")
 
     def __post_init__(self):
         func = "Layout"
@@ -112,6 +131,15 @@ class Layout:
         if p % c:
             fail(LayoutError, func, "replication",
                  f"a divisor of the number of ranks p = {p}", c)
+        if self.bounds is not None:
+            b = self.bounds
+            want = f"{p // c + 1} non-decreasing row boundaries from 0 (one block per process row)"
+            if not isinstance(b, (tuple, list, np.ndarray)) or len(b) != p // c + 1:
+                fail(LayoutError, func, "bounds", want, describe(b))
+            b = tuple(as_int(func, "bounds", x, minimum=0) for x in b)
+            if b[0] != 0 or any(x > y for x, y in zip(b, b[1:])):
+                fail(LayoutError, func, "bounds", want, describe(b))
+            object.__setattr__(self, "bounds", b)
 
     @property
     def grid_rows(self):
@@ -122,11 +150,48 @@ class Layout:
         """(process row, process column) of a rank."""
         return divmod(rank, self.c)
 
+    def _check_rows(self, n):
+        if self.bounds is not None and self.bounds[-1] != n:
+            fail(LayoutError, "Layout", "bounds",
+                 f"boundaries of the matrix's {n} rows", f"boundaries of {self.bounds[-1]} rows")
+
     def block_rows(self, n, rank):
         """Global row range held by ``rank`` (all rows when replicated)."""
         if self.replicated or self.kind == "local":
             return 0, n
-        return chunk(n, self.grid_rows, rank // self.c)
+        self._check_rows(n)
+        i = rank // self.c
+        if self.bounds is not None:
+            return self.bounds[i], self.bounds[i + 1]
+        return chunk(n, self.grid_rows, i)
+
+    def row_bounds(self, n):
+        """The boundaries of the ``p/c`` row blocks of ``n`` rows (int64, ``p/c + 1``).
+
+        Examples
+        --------
+        >>> from spla.layout import Layout
+        >>> Layout("1d", p=3).row_bounds(10).tolist()
+        [0, 4, 7, 10]
+        """
+        self._check_rows(n)
+        if self.bounds is not None:
+            return np.asarray(self.bounds, np.int64)
+        return chunk_bounds(n, self.grid_rows)
+
+    def owner(self, rows, n):
+        """The block (process row) holding each global row of an ``n``-row matrix.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spla.layout import Layout
+        >>> Layout("1d", p=2, bounds=(0, 0, 4)).owner(np.array([0, 3]), 4).tolist()
+        [1, 1]
+        """
+        # side='right' skips empty blocks: a row belongs to the last block
+        # starting at or before it, which is the non-empty one.
+        return np.searchsorted(self.row_bounds(n), np.asarray(rows), side="right") - 1
 
 
 #: the distributed layout kinds a user passes as ``layout=``

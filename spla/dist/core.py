@@ -8,6 +8,7 @@ any one rank raises the same error on every rank instead of leaving the
 others waiting.
 """
 
+import dataclasses
 import numbers
 
 import numpy as np
@@ -19,9 +20,11 @@ from spla.backend import to_host
 from spla.dist.fetch import IMPLEMENTATIONS, STRATEGIES, fetch_replicated
 from spla.dist.scatter import block_sum, gather_blocks, scatter_from_root
 from spla.dist.wire import row_block
-from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue
+from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue,
+                             LayoutError)
 from spla.layout import layout_code, layout_of, show_layout
 from spla.matrix import Matrix
+from spla.partition import Partition
 from spla.util import indptr_from_counts
 
 _INT64_MAX = 2 ** 63 - 1
@@ -42,6 +45,11 @@ class DistMatrix:
     layout : spla.layout.Layout
     comm : MPI communicator
     grid : spla.comm.ProcessGrid
+    partition : spla.partition.Partition or None
+        The partition that renumbered this matrix (``distribute(...,
+        partition=P)``): its rows and columns are new ids, and process row
+        ``i`` holds part ``i`` (``layout.bounds``); None for the user's
+        numbering cut by ``chunk``.
 
     Examples
     --------
@@ -51,7 +59,8 @@ class DistMatrix:
     ((3, 3), (3, 3), 3)
     """
 
-    def __init__(self, local, shape, nnz, layout, comm, row_start):
+    def __init__(self, local, shape, nnz, layout, comm, row_start, partition=None):
+        self.partition = partition
         self.local = local
         self.shape = (int(shape[0]), int(shape[1]))
         self.nnz = int(nnz)
@@ -96,7 +105,7 @@ class DistMatrix:
     # -- factories ---------------------------------------------------------
     @classmethod
     def from_local(cls, local, shape, *, comm=None, layout="1d", replication=1,
-                   replicate_graph=False):
+                   replicate_graph=False, partition=None):
         """Collective: a DistMatrix from the block each rank already holds.
 
         Parameters
@@ -108,6 +117,11 @@ class DistMatrix:
             The global shape, the same on every rank.
         comm, layout, replication, replicate_graph
             As for ``distribute``, the same on every rank.
+        partition : spla.partition.Partition, optional
+            As for ``distribute``: the global matrix is the renumbered one
+            (``partition.permute(A)``) and ``local`` is its rows
+            ``partition.bounds[i]:partition.bounds[i + 1]`` on process row
+            ``i``.  The same on every rank.
 
         Returns
         -------
@@ -117,7 +131,7 @@ class DistMatrix:
         ------
         DTypeError, InvalidValue, LayoutError, DimensionMismatch
             On every rank, when any rank's arguments are wrong or the ranks
-            disagree on ``shape`` or the layout.
+            disagree on ``shape``, the layout or the partition.
 
         Examples
         --------
@@ -133,8 +147,10 @@ class DistMatrix:
             n, m = _as_shape(func, shape)
             if not isinstance(local, Matrix):
                 fail(DTypeError, func, "local", "a spla.Matrix", describe(local))
+            _check_partition_type(func, partition)
         _agree_layout(func, comm, L)
         C.check_same(comm, func, "shape", [n, m])
+        L = _partitioned(func, comm, L, partition, n, m)
         start, stop = L.block_rows(n, comm.Get_rank())
         with C.collective_checks(comm):
             if local.shape != (stop - start, m):
@@ -142,7 +158,7 @@ class DistMatrix:
                      f"a matrix of shape {(stop - start, m)} (rows {start}:{stop} of {n} "
                      f"for this rank)", f"shape {local.shape}")
         nnz = local.nnz if L.replicated else block_sum(C.grid(comm, L.c), local.nnz)
-        return cls(local, (n, m), nnz, L, comm, start)
+        return cls(local, (n, m), nnz, L, comm, start, partition)
 
     @classmethod
     def from_generator(cls, make_rows, shape, *, comm=None, layout="1d", replication=1,
@@ -301,7 +317,8 @@ class DistMatrix:
         return Matrix._new(indptr_from_counts(counts), M.indices, M.values, self.shape)
 
 
-def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False):
+def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False, *,
+               partition=None):
     """Collective: spread a global matrix over the ranks of ``comm``.
 
     Parameters
@@ -318,6 +335,16 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False):
     replicate_graph : bool, default False
         Every rank holds the whole matrix (the graph-replicated mode:
         sampling then needs no communication).
+    partition : spla.partition.Partition, optional
+        Distribute the renumbered matrix ``partition.permute(A)`` (square
+        ``A``, rows and columns in new ids), process row ``i`` holding part
+        ``i``: its rows ``partition.bounds[i]:partition.bounds[i + 1]``
+        instead of ``chunk``'s.  It must have ``p / c`` parts (any number
+        when ``replicate_graph``) and be the same on every rank (compared
+        by ``Partition.fingerprint``): compute it on every rank (METIS
+        gives the same partition for the same seed) or broadcast
+        ``partition.part``.  Map ids with ``partition.to_new`` and
+        ``to_user``; the result keeps it as ``D.partition``.
 
     Returns
     -------
@@ -327,14 +354,17 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False):
     ------
     LayoutError
         On every rank: c does not divide p, an unknown layout, ranks passing
-        different global shapes or layouts.
+        different global shapes, layouts or partitions, a partition with
+        other than ``p / c`` parts.
     DTypeError
-        On every rank: ``A`` is not a matrix (on some rank).
+        On every rank: ``A`` is not a matrix, or ``partition`` not a
+        Partition (on some rank).
     InvalidValue
         On every rank: ``replication`` is not a positive integer, or
         ``replicate_graph`` not a bool (on some rank).
     DimensionMismatch
-        On every rank: rank 0 passed no matrix.
+        On every rank: rank 0 passed no matrix; a partition of another
+        number of vertices, or of a matrix that is not square.
 
     Examples
     --------
@@ -342,6 +372,11 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False):
     >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(4)))   # on 1 rank
     >>> D.gather().nnz
     4
+    >>> from spla.partition import Partition
+    >>> A = spla.Matrix.from_coo([0, 1], [3, 2], shape=(4, 4))
+    >>> P = Partition([0, 0, 0, 0], 1)                           # one part per rank
+    >>> spla.distribute(A, partition=P).gather().isequal(P.permute(A))
+    True
     """
     func = "distribute"
     comm = C.as_comm(comm, func)
@@ -357,20 +392,28 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False):
             A = A.to("cpu")
         if rank == 0 and A is None:
             fail(DimensionMismatch, func, "A", "a matrix on rank 0", "None")
+        _check_partition_type(func, partition)
     _agree_layout(func, comm, L)
     meta = [-1, -1, -1, -1] if A is None else [A.nrows, A.ncols, A.nnz, C.dtype_code(A.dtype)]
     allm = C.check_same(comm, func, "A", meta, present=A is not None,
                         expected="the same matrix shape, nnz and dtype on every rank that "
                                  "passes it", show=_show_meta)
     n, m, nnz, dcode = (int(v) for v in allm[0])
+    L = _partitioned(func, comm, L, partition, n, m)
     start, stop = L.block_rows(n, rank)
+    has = allm[:, 0] >= 0
     local = None
     if A is not None:
-        local = A if L.replicated else row_block(A, start, stop)
-    has = allm[:, 0] >= 0
+        if partition is not None and has.all() and not L.replicated:
+            # Every rank has A: each renumbers only the rows it keeps.
+            local = partition.permute(A, rows=(start, stop))
+        else:
+            if partition is not None:
+                A = partition.permute(A)
+            local = A if L.replicated else row_block(A, start, stop)
     if not has.all():
         local = scatter_from_root(comm, A, L, (n, m), C.code_dtype(dcode), local, has)
-    return DistMatrix(local, (n, m), nnz, L, comm, start)
+    return DistMatrix(local, (n, m), nnz, L, comm, start, partition)
 
 
 def fetch_rows(D, rows, strategy="direct"):
@@ -450,3 +493,42 @@ def _show_meta(v):
     n, m, nnz, code = (int(x) for x in v)
     dt = C.code_dtype(code)
     return f"shape ({n}, {m}), nnz {nnz}, dtype {'structural' if dt is None else dt}"
+
+
+def _check_partition_type(func, partition):
+    if partition is not None and not isinstance(partition, Partition):
+        fail(DTypeError, func, "partition", "a spla.partition.Partition or None",
+             describe(partition))
+
+
+def _partitioned(func, comm, L, partition, n, m):
+    """Collective: ``L`` with the row blocks of ``partition`` (agreed by every rank).
+
+    ``n, m`` is the agreed global shape.  Ranks must all pass a partition,
+    the same one, or all pass None.
+    """
+    with C.collective_checks(comm):
+        if partition is not None:
+            if n != m:
+                fail(DimensionMismatch, func, "A", "a square matrix to renumber with "
+                     "'partition'", f"shape {(n, m)}")
+            if partition.n != n:
+                fail(DimensionMismatch, func, "partition",
+                     f"a Partition of the matrix's {n} vertices", f"one of {partition.n}")
+            if not L.replicated and partition.parts != L.grid_rows:
+                fail(LayoutError, func, "partition",
+                     f"a Partition in p/c = {L.grid_rows} parts (one per process row)",
+                     f"{partition.parts} parts")
+    code = [-1, -1, 0] if partition is None else [partition.n, partition.parts,
+                                                  partition.fingerprint()]
+    C.check_same(comm, func, "partition", code, show=_show_partition)
+    if partition is None or L.replicated:
+        return L
+    return dataclasses.replace(L, bounds=tuple(int(b) for b in partition.bounds))
+
+
+def _show_partition(v):
+    n, parts, digest = (int(x) for x in v)
+    if n < 0:
+        return "no partition"
+    return f"a partition of {n} vertices in {parts} parts (fingerprint {digest:#x})"

@@ -20,7 +20,6 @@ import numpy as np
 
 from spla import comm as C
 from spla.dist.wire import allgather_rows, row_block_list, wire_int
-from spla.layout import owner_of
 from spla.matrix import Matrix, _narrow_indices
 from spla.util import indptr_from_counts
 
@@ -85,7 +84,7 @@ def fetch_direct(D, rows):
     # own rows are the slice rows[a:b] and the remote ones surround it.
     a, b = np.searchsorted(rows, [D.row_start, D.row_stop])
     remote = np.concatenate([rows[:a], rows[b:]])
-    fetched = exchange_rows(D, remote, owner_of(remote, D.nrows, D.layout.grid_rows))
+    fetched = exchange_rows(D, remote, D.layout.owner(remote, D.nrows))
     if a == b:
         return fetched, rows
     own = row_block_list(A, rows[a:b] - D.row_start)
@@ -119,7 +118,7 @@ def fetch_pooled(D, rows):
     if g.c > 1:
         pooled, _ = C.allgatherv(g.row_comm, rows.astype(id_wire), "fetch_rows.pool")
         rows = np.unique(pooled.astype(np.int64))
-    owner = owner_of(rows, D.nrows, D.layout.grid_rows)
+    owner = D.layout.owner(rows, D.nrows)
     share = owner % g.c == g.col
     mine = rows[share]
     # Rows of this rank's own block go to itself (MPI copies them; the

@@ -78,7 +78,8 @@ def dist_mxm(Q, A, semiring):
     Ql = Q.local
     if A.layout.replicated:
         P = mxm(Ql, A.local, sr).new()
-        return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start)
+        return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start,
+                          Q.partition)
     g = Q.grid
     # Member j of the process row computes a disjoint row range of the Q
     # block, so it fetches only the rows of A that range needs; the row
@@ -90,7 +91,8 @@ def dist_mxm(Q, A, semiring):
     P = allgather_rows(g.row_comm, part, "mxm.rows", A.ncols) if g.c > 1 else part
     if part.values is None:
         P = Matrix._new(P.indptr, P.indices, None, P.shape)
-    return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start)
+    return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start,
+                      Q.partition)
 
 
 def _nnz(Q, P):
