@@ -111,7 +111,8 @@ class _LayerWise(Sampler):
             from spla.dist import DistMatrix
             self.D = DistMatrix.from_local(self.A, D.shape, comm=D.comm, layout=D.layout.kind,
                                            replication=D.layout.c,
-                                           replicate_graph=D.layout.replicated)
+                                           replicate_graph=D.layout.replicated,
+                                           partition=D.partition)
 
     @property
     def layer_sizes(self):

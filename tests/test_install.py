@@ -18,7 +18,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Top-level modules a CPU-only user does not have.
-OPTIONAL = ("cupy", "cupyx", "numba_cuda", "mpi4py", "torch", "torch_geometric", "ogb", "dgl")
+OPTIONAL = ("cupy", "cupyx", "numba_cuda", "mpi4py", "pymetis", "torch", "torch_geometric",
+            "ogb", "dgl")
 
 
 def _requirement_names(text):

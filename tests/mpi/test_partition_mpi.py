@@ -134,17 +134,16 @@ def test_a_bad_partition_on_one_rank_raises_on_every_rank(comm, cora):
         spla.distribute(A, comm, partition=bad)
 
 
-@pytest.mark.xfail(strict=True, raises=spla.DimensionMismatch,
-                   reason="sampling/layerwise.py rebuilds its DistMatrix with from_local "
-                          "without partition=D.partition")
-def test_layer_wise_sampling_on_a_partitioned_graph(comm, cora):
-    from sampling import LADIES
+@pytest.mark.parametrize("name", ["LADIES", "FastGCN"])
+def test_layer_wise_sampling_on_a_partitioned_graph(comm, cora, name):
+    import sampling
+    sampler = getattr(sampling, name)
     if comm.size == 1:
         pytest.skip("one part is chunk's one block: nothing to get wrong")
     A = cora.A
     P = random_partition(A.nrows, comm.size, 6)
     batches = [P.to_new(b) for b in epoch_batches(cora.train_idx, 20, seed=3)]
-    ref = LADIES(P.permute(A), [40, 30]).sample(batches, seed=11, epoch=1)
+    ref = sampler(P.permute(A), [40, 30]).sample(batches, seed=11, epoch=1)
     D = spla.distribute(A, comm, partition=P)
-    every = gather_minibatches(LADIES(D, [40, 30]).sample(batches, seed=11, epoch=1), comm)
+    every = gather_minibatches(sampler(D, [40, 30]).sample(batches, seed=11, epoch=1), comm)
     assert len(every) == len(ref) and all(a == b for a, b in zip(every, ref))
