@@ -528,7 +528,7 @@ class FeatureStore:
                                          f"{CACHE_POLICIES[int(v[1])]!r}, cache_graph "
                                          f"{_SOURCE_NAMES[int(v[2])]}"))
             if k and cache_policy == "degree":
-                self._fill(func, hottest(self._degrees(source), k))
+                self._fill(func, "cache_graph", hottest(self._degrees(source), k))
 
     @classmethod
     def from_local(cls, local, num_nodes, *, comm=None, replication=1, labels=None,
@@ -581,6 +581,25 @@ class FeatureStore:
             where += (f", cache {self.cache_fraction:g} by {self.cache_policy} "
                       f"({self._cache_rows} rows)")
         return f"<FeatureStore {self.num_nodes}x{self.num_features} float32, {where}>"
+
+    @property
+    def cached_ids(self):
+        """The vertices of the hot set, ascending (read-only; the same on every rank).
+
+        Empty without a cache (and for a 'frequency' store until
+        ``warm_cache``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.zeros((5, 2), np.float32)
+        >>> store = FeatureStore(x, mode="partitioned", cache=0.4, cache_graph=[0, 3, 1, 3, 2])
+        >>> store.cached_ids.tolist()
+        [1, 3]
+        """
+        hot = self._cache[0].view()
+        hot.flags.writeable = False
+        return hot
 
     def mask(self, name):
         """Boolean mask of split ``name`` (length n)."""
@@ -676,11 +695,11 @@ class FeatureStore:
         allv, _ = C.allgatherv(D.grid.col_comm, deg, "features.cache.degrees")
         return allv
 
-    def _fill(self, func, hot):
+    def _fill(self, func, arg, hot):
         """Collective: make ``hot`` (sorted, the same on every rank) the cached set."""
-        C.check_same(self.comm, func, "cache_graph", [hot.size, _fingerprint(hot)],
-                     cls=InvalidValue, expected="the same graph (or degrees, or counts) on "
-                     "every rank, so that every rank caches the same rows",
+        C.check_same(self.comm, func, arg, [hot.size, _fingerprint(hot)],
+                     cls=InvalidValue, expected="the same on every rank (the same graph, "
+                     "degrees or summed counts), so that every rank caches the same rows",
                      show=lambda v: f"a hot set of {v[0]} rows with digest {v[1]}")
         mine = (hot >= self.row_start) & (hot < self.row_stop)
         copy_ids = hot[~mine]
@@ -747,7 +766,7 @@ class FeatureStore:
         total = C.allreduce_array(self.comm, a, "sum", "features.cache.counts")
         k = cache_size(self.cache_fraction, self.num_nodes)
         if k:
-            self._fill(func, hottest(total, k))
+            self._fill(func, "counts", hottest(total, k))
         return self
 
     def cache_stats(self):

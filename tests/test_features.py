@@ -262,6 +262,7 @@ def test_degree_cache_on_one_rank_returns_the_same_rows(x, graph):
     store = FeatureStore(x, mode="partitioned", cache=0.2, cache_graph=given_graph)
     hot = ref_hottest(deg.tolist(), 8)                      # ceil(0.2 * 37) = 8
     s0 = store.cache_stats()
+    assert store.cached_ids.tolist() == hot and not store.cached_ids.flags.writeable
     assert (s0.policy, s0.fraction, s0.cached_rows) == ("degree", 0.2, 8)
     # one rank holds every row: nothing is copied, only the hot ids are kept
     assert s0.stored_rows == 0 and s0.memory_bytes == 8 * 8
@@ -286,6 +287,7 @@ def test_frequency_cache_is_filled_by_warm_cache(x):
     counts = np.bincount(seen, minlength=37)
     assert store.warm_cache(torch.from_numpy(counts)) is store   # torch counts too
     assert store.cache_stats().cached_rows == 4                  # ceil(3.7)
+    assert store.cached_ids.tolist() == [2, 9, 30, 36]          # 30 (3), then 2, 9, 36 (2)
     before = store.cache_stats()
     got = store.fetch(np.array([30, 36, 0, 9, 2, 5, 30]))
     assert np.array_equal(got, x[[30, 36, 0, 9, 2, 5, 30]])

@@ -53,9 +53,9 @@ def ref_hot(scores, k):
 
 
 def requests(comm, seed):
-    """This rank's ids: every row reversed, then random repeats; rank 1 asks for nothing."""
+    """This rank's ids: every other row reversed, then random repeats; rank 1 asks for nothing."""
     rng = np.random.default_rng(seed + comm.rank)
-    ids = np.concatenate([np.arange(N)[::-1], rng.integers(0, N, 40)])
+    ids = np.concatenate([np.arange(comm.rank % 2, N, 2)[::-1], rng.integers(0, N, 40)])
     return ids[:0] if comm.rank == 1 else ids
 
 
@@ -68,6 +68,7 @@ def check_store(comm, store, x, hot, seed):
     """Rows equal the global ones; hits, copies and memory match the hot set."""
     s, e = store.row_start, store.row_stop
     st0 = store.cache_stats()
+    assert np.array_equal(store.cached_ids, hot)
     assert st0.cached_rows == hot.size
     outside = hot[(hot < s) | (hot >= e)]
     assert st0.stored_rows == outside.size
@@ -169,7 +170,8 @@ def test_cache_errors_on_one_rank_raise_on_every_rank(comm, x, graph):
         other[np.argmin(other)] = 1000                  # a different hot set there
     with pytest.raises(spla.InvalidValue) as info:
         FeatureStore(x, mode="partitioned", comm=comm, cache=0.1, cache_graph=other)
-    assert "the same graph (or degrees, or counts) on every rank" in str(info.value)
+    assert ("argument 'cache_graph' must be the same on every rank (the same graph, degrees "
+            "or summed counts)") in str(info.value)
     with pytest.raises(spla.LayoutError, match="over the store's communicator"):
         FeatureStore(x, mode="partitioned", comm=comm, cache=0.1,
                      cache_graph=spla.distribute(graph, C.mpi().COMM_SELF) if bad else deg)
