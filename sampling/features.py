@@ -510,10 +510,10 @@ class FeatureStore:
         self.cache_fraction = fraction
         self.cache_policy = cache_policy
         self._stats_lock = threading.Lock()
-        self._counters = dict.fromkeys(CacheStats._COUNTERS, 0)
+        self._stats = dict.fromkeys(CacheStats._COUNTERS, 0)
         # (hot ids, ids of the copies, the copies): replaced as one tuple, so
         # a fetch in another thread sees one cache or the other, never a mix.
-        self._cache = (np.zeros(0, np.int64), np.zeros(0, np.int64),
+        self._hot_set = (np.zeros(0, np.int64), np.zeros(0, np.int64),
                        np.zeros((0, self.num_features), np.float32))
         self._cache_rows = 0
         if mode == "partitioned":
@@ -597,7 +597,7 @@ class FeatureStore:
         >>> store.cached_ids.tolist()
         [1, 3]
         """
-        hot = self._cache[0].view()
+        hot = self._hot_set[0].view()
         hot.flags.writeable = False
         return hot
 
@@ -629,7 +629,7 @@ class FeatureStore:
             ids = as_index_array(func, "ids", host_array(func, "ids", ids), self.num_nodes)
         if self.replicated:
             return self.local[ids]
-        hot, copy_ids, copies = self._cache
+        hot, copy_ids, copies = self._hot_set
         unique, inverse = np.unique(ids, return_inverse=True)
         inverse = inverse.reshape(-1)
         hit = _members(unique, hot)
@@ -645,7 +645,7 @@ class FeatureStore:
             rows = got
         nhit = int(np.count_nonzero(hit))
         with self._stats_lock:
-            c = self._counters
+            c = self._stats
             c["fetches"] += 1
             c["requested"] += int(unique.size)
             c["hits"] += nhit
@@ -704,7 +704,7 @@ class FeatureStore:
         mine = (hot >= self.row_start) & (hot < self.row_stop)
         copy_ids = hot[~mine]
         copies = self._exchange(copy_ids, "features.cache")
-        self._cache = (hot, copy_ids, copies)
+        self._hot_set = (hot, copy_ids, copies)
         self._cache_rows = int(hot.size)
 
     def warm_cache(self, counts):
@@ -786,9 +786,9 @@ class FeatureStore:
         >>> d.fetches, d.requested, d.hits, d.misses
         (1, 2, 0, 2)
         """
-        hot, copy_ids, copies = self._cache
+        hot, copy_ids, copies = self._hot_set
         with self._stats_lock:
-            counters = dict(self._counters)
+            counters = dict(self._stats)
         return CacheStats(policy=self.cache_policy, fraction=self.cache_fraction,
                           cached_rows=int(hot.size), stored_rows=int(copy_ids.size),
                           memory_bytes=int(copies.nbytes + hot.nbytes + copy_ids.nbytes),
