@@ -320,3 +320,21 @@ def test_no_progress_bar_by_default(capsys):
     rc, out, err = run_main(["--fanouts", "5,5"] + QUICK, capsys)
     assert rc == 0, err
     assert err == "" and "\r" not in out
+
+
+def test_phase_plot_names_the_cache_hit_rate(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+    from sampling.train.report import plot_phases
+    from sampling.train.trainer import EpochStats
+    titles = []
+    real = matplotlib.axes.Axes.set_title
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
+                        lambda self, t, **kw: titles.append(t) or real(self, t, **kw))
+    times = dict.fromkeys(["sample", "fetch", "fwd/bwd", "allreduce", "eval"], 0.1)
+    cached = [EpochStats(e, 1.0, 0.5, times, cache_hits=h, cache_requests=80)
+              for e, h in ((1, 20), (2, 40))]
+    plot_phases(cached, tmp_path / "a.png", title="run")
+    plot_phases([EpochStats(1, 1.0, 0.5, times)], tmp_path / "b.png", title="run")
+    assert titles == ["run\nfeature cache hit rate 37.5 %", "run"]
+    assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"
