@@ -91,6 +91,18 @@ REJECTED = [
     (["--fanouts", "10,10", "--layers", "3"], "--fanouts has 2 entries but the model has "
                                               "--layers 3"),
     (["--epochs", "0"], "expected a positive integer, got '0'"),
+    (["--feature-cache", "0.1"], "--feature-cache applies to --graph partitioned (replicated "
+                                 "features are all local already); drop it or add --graph "
+                                 "partitioned"),
+    (["--graph", "replicated", "--feature-cache", "0"], "--feature-cache applies to --graph "
+                                                        "partitioned"),
+    (["--graph", "partitioned", "--cache-policy", "frequency"],
+     "--cache-policy applies to --feature-cache; drop it or add --feature-cache FRACTION"),
+    (["--graph", "partitioned", "--feature-cache", "1.5"],
+     "argument --feature-cache: expected a fraction in [0, 1], got '1.5'"),
+    (["--graph", "partitioned", "--feature-cache", "ten"], "expected a fraction in [0, 1]"),
+    (["--graph", "partitioned", "--feature-cache", "0.1", "--cache-policy", "lru"],
+     "argument --cache-policy: invalid choice: 'lru'"),
 ]
 
 
@@ -167,6 +179,41 @@ def test_options_that_apply_are_accepted():
     assert options("--no-progress").progress is False
     assert options("--progress").progress is True
     assert options("--memory-budget", "512M").memory_budget == 512 << 20
+    opts = options("--graph", "partitioned", "--feature-cache", "0.1", "--cache-policy",
+                   "frequency")
+    assert (opts.feature_cache, opts.cache_policy) == (0.1, "frequency")
+    assert options("--graph", "partitioned", "--feature-cache", "1").feature_cache == 1.0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(feature_cache=0.1), "--feature-cache applies to --graph partitioned"),
+    (dict(graph="partitioned", feature_cache=1.5), "--feature-cache must be a fraction of "
+                                                   "the vertices in [0, 1]; got 1.5"),
+    (dict(graph="partitioned", feature_cache=float("nan")), "in [0, 1]; got nan"),
+    (dict(graph="partitioned", feature_cache="0.1"), "in [0, 1]; got '0.1'"),
+    (dict(graph="partitioned", feature_cache=0.1, cache_policy="lru"),
+     "unknown cache policy 'lru'; use degree or frequency"),
+])
+def test_cache_options_are_checked_in_trainoptions_too(kwargs, message):
+    from sampling.features import CACHE_POLICIES
+    from sampling.train.options import CACHE_POLICIES as OPTION_POLICIES, UsageError
+    from sampling.train.options import check_options
+    assert OPTION_POLICIES == CACHE_POLICIES
+    with pytest.raises(UsageError) as info:
+        check_options(TrainOptions(**kwargs))
+    assert message in str(info.value)
+
+
+def test_table_has_a_cache_column_only_with_a_cache():
+    from sampling.train.report import format_row, header
+    from sampling.train.trainer import EpochStats
+    times = dict.fromkeys(["sample", "fetch", "fwd/bwd", "allreduce", "eval"], 0.5)
+    s = EpochStats(3, 1.25, 0.5, times, 1000, 2_000_000, 10, cache_hits=31, cache_requests=50)
+    assert "cache hit" not in header() and "cache hit" in header(cache=True)
+    assert len(header(cache=True)) == len(format_row(s, cache=True))
+    assert format_row(s, cache=True).endswith("62.0 %")
+    assert format_row(s) == format_row(s, cache=True)[:len(format_row(s))]
+    assert format_row(EpochStats(1, 1.0, 0.5, times), cache=True).endswith(" -")
 
 
 def test_root_is_passed_to_the_loader(monkeypatch, tmp_path, capsys):
@@ -273,3 +320,21 @@ def test_no_progress_bar_by_default(capsys):
     rc, out, err = run_main(["--fanouts", "5,5"] + QUICK, capsys)
     assert rc == 0, err
     assert err == "" and "\r" not in out
+
+
+def test_phase_plot_names_the_cache_hit_rate(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+    from sampling.train.report import plot_phases
+    from sampling.train.trainer import EpochStats
+    titles = []
+    real = matplotlib.axes.Axes.set_title
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
+                        lambda self, t, **kw: titles.append(t) or real(self, t, **kw))
+    times = dict.fromkeys(["sample", "fetch", "fwd/bwd", "allreduce", "eval"], 0.1)
+    cached = [EpochStats(e, 1.0, 0.5, times, cache_hits=h, cache_requests=80)
+              for e, h in ((1, 20), (2, 40))]
+    plot_phases(cached, tmp_path / "a.png", title="run")
+    plot_phases([EpochStats(1, 1.0, 0.5, times)], tmp_path / "b.png", title="run")
+    assert titles == ["run\nfeature cache hit rate 37.5 %", "run"]
+    assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"

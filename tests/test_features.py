@@ -206,3 +206,210 @@ def test_bad_feature_containers_are_refused(bad, exc, words):
         FeatureStore(bad)
     assert str(info.value).startswith("FeatureStore: argument 'features' must be"), info.value
     assert words in str(info.value)
+
+
+# ---- the hot-feature cache (one rank; tests/mpi/test_feature_cache_mpi.py has the rest) -----
+
+import math  # noqa: E402
+from decimal import Decimal  # noqa: E402
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sampling.features import (CACHE_POLICIES, CacheStats, cache_size,  # noqa: E402
+                               hottest)
+
+
+def ref_hottest(scores, k):
+    """Sort by (-score, id), keep k, sort the ids: the definition, by a full sort."""
+    order = sorted(range(len(scores)), key=lambda v: (-scores[v], v))
+    return sorted(order[:k])
+
+
+@given(st.lists(st.integers(0, 4), max_size=40), st.data())
+def test_hottest_matches_a_full_sort_with_ties_by_smaller_id(scores, data):
+    k = data.draw(st.integers(0, len(scores)))
+    got = hottest(np.array(scores, np.int64), k)
+    assert got.dtype == np.int64
+    assert got.tolist() == ref_hottest(scores, k)
+    # float scores follow the same rule
+    fl = [s / 3 for s in scores]
+    assert hottest(np.array(fl), k).tolist() == ref_hottest(fl, k)
+
+
+@given(st.integers(0, 1000), st.integers(0, 1000), st.integers(0, 5000))
+def test_cache_size_is_the_ceiling_of_the_decimal_fraction(num, den, n):
+    den = max(den, num, 1)
+    f = float(f"{num / den:.3g}")  # a fraction as a user types it
+    assert cache_size(f, n) == math.ceil(Decimal(repr(f)) * n)
+    assert cache_size(0.1, 10) == 1 and cache_size(0.3, 10) == 3 and cache_size(0.7, 10) == 7
+    assert cache_size(0.0, n) == 0 and cache_size(1.0, n) == n
+
+
+DEG = np.array([3, 0, 7, 7, 1, 2, 9, 0, 4, 4, 4, 1] + [1] * 25)   # 37 vertices, ties
+
+
+@pytest.mark.parametrize("graph", ["degrees", "matrix", "scipy", "dist"])
+def test_degree_cache_on_one_rank_returns_the_same_rows(x, graph):
+    rng = np.random.default_rng(1)
+    rows = np.repeat(np.arange(37), DEG)
+    cols = rng.integers(0, 37, rows.size)
+    S = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(37, 37))
+    S.sum_duplicates()
+    deg = np.diff(S.indptr)             # the row degrees (repeats merged)
+    given_graph = {"degrees": deg, "matrix": spla.Matrix.from_scipy(S), "scipy": S,
+                   "dist": spla.distribute(spla.Matrix.from_scipy(S))}[graph]
+    store = FeatureStore(x, mode="partitioned", cache=0.2, cache_graph=given_graph)
+    hot = ref_hottest(deg.tolist(), 8)                      # ceil(0.2 * 37) = 8
+    s0 = store.cache_stats()
+    assert store.cached_ids.tolist() == hot and not store.cached_ids.flags.writeable
+    assert (s0.policy, s0.fraction, s0.cached_rows) == ("degree", 0.2, 8)
+    # one rank holds every row: nothing is copied, only the hot ids are kept
+    assert s0.stored_rows == 0 and s0.memory_bytes == 8 * 8
+    ids = np.concatenate([IDS, rng.integers(0, 37, 50)])
+    with C.counting() as moved:
+        got = store.fetch(ids)
+    assert np.array_equal(got, x[ids]) and got.dtype == np.float32
+    assert sum(moved.values()) == 0
+    s = store.cache_stats() - s0
+    distinct = set(ids.tolist())
+    assert (s.fetches, s.requested) == (1, len(distinct))
+    assert s.hits == len(distinct & set(hot)) and s.misses == len(distinct - set(hot))
+    assert s.hits > 0 and s.bytes_sent == 0
+    assert s.hit_rate == s.hits / s.requested
+
+
+def test_frequency_cache_is_filled_by_warm_cache(x):
+    torch = pytest.importorskip("torch")
+    store = FeatureStore(x, mode="partitioned", cache=0.1, cache_policy="frequency")
+    assert store.cache_stats().cached_rows == 0                  # empty until warmed
+    seen = np.array([5, 9, 9, 30, 30, 30, 2, 2, 36, 36])
+    counts = np.bincount(seen, minlength=37)
+    assert store.warm_cache(torch.from_numpy(counts)) is store   # torch counts too
+    assert store.cache_stats().cached_rows == 4                  # ceil(3.7)
+    assert store.cached_ids.tolist() == [2, 9, 30, 36]          # 30 (3), then 2, 9, 36 (2)
+    before = store.cache_stats()
+    got = store.fetch(np.array([30, 36, 0, 9, 2, 5, 30]))
+    assert np.array_equal(got, x[[30, 36, 0, 9, 2, 5, 30]])
+    d = store.cache_stats() - before
+    assert (d.requested, d.hits) == (6, 4)                     # 30, 36, 9, 2 are hot; 0, 5 not
+    # a second call replaces the cache
+    store.warm_cache(np.bincount([0, 0, 1], minlength=37))
+    assert store.cache_stats().cached_rows == 4
+    before = store.cache_stats()
+    store.fetch([0, 1, 30])
+    # hot: 0 and 1, then the smallest ids among the zero counts (2, 3): 30 is a miss now
+    assert (store.cache_stats() - before).hits == 2
+
+
+def test_full_cache_serves_everything_and_empty_cache_nothing(x):
+    full = FeatureStore(x, mode="partitioned", cache=1.0, cache_graph=np.zeros(37))
+    empty = FeatureStore(x, mode="partitioned", cache=0.0)
+    for store, hits in ((full, np.unique(IDS).size), (empty, 0)):
+        assert np.array_equal(store.fetch(IDS), x[IDS])
+        assert store.cache_stats().hits == hits
+    assert full.cache_stats().cached_rows == 37 and empty.cache_stats().cached_rows == 0
+    assert empty.cache_stats().hit_rate == 0.0          # every lookup missed
+    # zero features: the shapes still work
+    z = FeatureStore(np.zeros((37, 0), np.float32), mode="partitioned", cache=0.5,
+                     cache_graph=DEG)
+    assert z.fetch(IDS).shape == (IDS.size, 0)
+
+
+def test_from_local_and_repr_with_a_cache(x):
+    store = FeatureStore.from_local(x, 37, cache=0.1, cache_graph=DEG)
+    assert np.array_equal(store.fetch(IDS), x[IDS])
+    # hot: 6 (degree 9), 2 and 3 (7), then 8 of the three 4s: of IDS only 3 is hot
+    assert store.cache_stats().hits == 1
+    assert "cache 0.1 by degree (4 rows)" in repr(store)
+    assert "cache" not in repr(FeatureStore(x, mode="partitioned"))
+
+
+def test_cache_stats_snapshots_and_dict():
+    s = CacheStats("frequency", 0.5, 10, 6, 100, 3, 20, 5, 15, 640)
+    d = s - CacheStats("frequency", 0.5, 10, 6, 100, 1, 8, 2, 6, 128)
+    assert (d.fetches, d.requested, d.hits, d.misses, d.bytes_sent) == (2, 12, 3, 9, 512)
+    assert (d.cached_rows, d.memory_bytes, d.policy) == (10, 100, "frequency")
+    assert d.hit_rate == 0.25
+    assert np.isnan(CacheStats().hit_rate)
+    assert s.as_dict()["hit_rate"] == 0.25 and s.as_dict()["stored_rows"] == 6
+    assert CACHE_POLICIES == ("degree", "frequency")
+
+
+def test_replicated_store_has_no_cache(x):
+    store = FeatureStore(x)
+    store.fetch(IDS)
+    s = store.cache_stats()
+    assert (s.cached_rows, s.requested, s.fraction) == (0, 0, 0.0)
+
+
+CACHE_ERRORS = [
+    (dict(cache=-0.1, cache_graph=DEG), spla.InvalidValue, "argument 'cache' must be a "
+     "fraction of the rows in [0, 1]; got -0.1"),
+    (dict(cache=1.5, cache_graph=DEG), spla.InvalidValue, "in [0, 1]; got 1.5"),
+    (dict(cache=float("nan"), cache_graph=DEG), spla.InvalidValue, "got nan"),
+    (dict(cache="0.1", cache_graph=DEG), spla.InvalidValue, "(a number); got '0.1'"),
+    (dict(cache=True, cache_graph=DEG), spla.InvalidValue, "(a number); got True"),
+    (dict(cache=0.1, cache_policy="lru"), spla.InvalidValue, "argument 'cache_policy' must "
+     "be 'degree' or 'frequency'; got 'lru'"),
+    (dict(cache=0.1), spla.InvalidValue, "argument 'cache_graph' must be the graph or its "
+     "degrees for cache_policy='degree'"),
+    (dict(cache=0.1, cache_policy="frequency", cache_graph=DEG), spla.InvalidValue,
+     "argument 'cache_graph' must be None with cache_policy='frequency'"),
+    (dict(cache=0.1, cache_graph=DEG[:5]), spla.DimensionMismatch, "37 degrees (one per "
+     "feature row); got array of shape (5,)"),
+    (dict(cache=0.1, cache_graph=-DEG), spla.InvalidValue, "non-negative finite degrees; "
+     "got -3 at vertex 0"),
+    (dict(cache=0.1, cache_graph=np.r_[DEG[:36], np.nan]), spla.InvalidValue,
+     "got nan at vertex 36"),
+    (dict(cache=0.1, cache_graph=sp.eye(5).tocsr()), spla.DimensionMismatch,
+     "a graph of 37 vertices (one per feature row); got a matrix of shape (5, 5)"),
+    (dict(cache=0.1, cache_graph="graph"), spla.DTypeError, "argument 'cache_graph' must "
+     "be the graph"),
+    (dict(cache=0.1, cache_graph=np.ones((37, 2))), spla.DimensionMismatch,
+     "argument 'cache_graph' must be the graph"),
+]
+
+
+@pytest.mark.parametrize("kwargs, exc, message", CACHE_ERRORS,
+                         ids=[str(i) for i in range(len(CACHE_ERRORS))])
+def test_bad_cache_arguments_are_refused(x, kwargs, exc, message):
+    with pytest.raises(exc) as info:
+        FeatureStore(x, mode="partitioned", **kwargs)
+    assert str(info.value).startswith("FeatureStore: argument"), info.value
+    assert message in str(info.value), info.value
+
+
+def test_cache_on_a_replicated_store_is_refused(x):
+    with pytest.raises(spla.InvalidValue) as info:
+        FeatureStore(x, cache=0.1, cache_graph=DEG)
+    assert ("FeatureStore: argument 'cache' must be 0 for a replicated store (every rank "
+            "holds every row already") in str(info.value)
+    FeatureStore(x, cache=0.0, cache_policy="frequency")   # no cache: accepted
+
+
+@pytest.mark.parametrize("counts, exc, message", [
+    (np.ones(5, np.int64), spla.DimensionMismatch, "a 1-D array of 37 counts (one per "
+     "vertex); got array of shape (5,)"),
+    (np.ones(37), spla.DTypeError, "integer counts; got array of shape (37,) and dtype "
+     "float64"),
+    (np.r_[np.ones(36, np.int64), -1], spla.InvalidValue, "non-negative finite counts; got "
+     "-1 at vertex 36"),
+])
+def test_bad_warm_cache_counts_are_refused(x, counts, exc, message):
+    store = FeatureStore(x, mode="partitioned", cache=0.1, cache_policy="frequency")
+    with pytest.raises(exc) as info:
+        store.warm_cache(counts)
+    assert str(info.value).startswith("FeatureStore.warm_cache: argument 'counts'")
+    assert message in str(info.value), info.value
+
+
+def test_warm_cache_needs_a_frequency_store(x):
+    store = FeatureStore(x, mode="partitioned", cache=0.1, cache_graph=DEG)
+    with pytest.raises(spla.InvalidValue, match="a store built with cache_policy="
+                                                "'frequency'"):
+        store.warm_cache(np.ones(37, np.int64))
+    # with cache=0 a frequency store accepts the counts and caches nothing
+    none = FeatureStore(x, mode="partitioned", cache_policy="frequency")
+    assert none.warm_cache(np.ones(37, np.int64)).cache_stats().cached_rows == 0
+

@@ -70,6 +70,30 @@ def test_rmat_dataset_trains_and_plots(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_feature_cache_changes_nothing_but_the_bytes():
+    """--graph partitioned on one process (MPI starts as a singleton) with and without a cache."""
+    pytest.importorskip("mpi4py")
+    args = ["--graph", "partitioned", "--epochs", "2", "--threads", "1", "--bulk", "8"]
+    plain = train(*args)
+    cached = train(*args, "--feature-cache", "0.1", "--cache-policy", "frequency")
+    for proc in (plain, cached):
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert accuracy(cached) == accuracy(plain)
+
+    def table(proc):
+        lines = proc.stdout.splitlines()
+        head = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("epoch"))
+        return lines[head], [ln.split() for ln in lines[head + 1:head + 3]]
+
+    head, rows = table(cached)
+    plain_head, plain_rows = table(plain)
+    assert head.rstrip().endswith("cache hit") and "cache hit" not in plain_head
+    assert [r[:3] for r in rows] == [r[:3] for r in plain_rows]   # epoch, loss, val acc
+    for r in rows:
+        assert r[-1] == "%" and 0 < float(r[-2]) <= 100, r
+    assert "feature cache 0.1 by frequency" in cached.stdout
+
+
 BAD = [
     (["--dataset", "pubmed"], "unknown dataset 'pubmed'"),
     (["--dataset", "rmat:x"], "unknown dataset"),
@@ -86,6 +110,7 @@ BAD = [
     (["--graph", "partitioned", "--replication", "3"], "must divide"),
     (["--epochs", "0"], "positive integer"),
     (["--dropout", "1.5"], "[0, 1)"),
+    (["--feature-cache", "0.1"], "--feature-cache applies to --graph partitioned"),
 ]
 
 

@@ -5,8 +5,9 @@ option given on the command line from one left out: it refuses options
 that do not apply to the run (``--fanouts`` with a layer-wise sampler,
 ``--layer-sizes`` with GraphSAGE, ``--replication`` without ``--graph
 partitioned``, ``--root`` without an ``ogbn-*`` dataset, ``--hidden`` with
-a one-layer model), then lets ``TrainOptions`` fill in the defaults.  The
-help text states those defaults itself.
+a one-layer model, ``--feature-cache`` without ``--graph partitioned``,
+``--cache-policy`` without ``--feature-cache``), then lets ``TrainOptions``
+fill in the defaults.  The help text states those defaults itself.
 """
 
 import argparse
@@ -17,8 +18,8 @@ import sys
 from dataclasses import fields
 
 from sampling.train.launch import launcher_rank
-from sampling.train.options import (DEVICES, GRAPH_MODES, SAMPLERS, TrainOptions,
-                                    UsageError, check_options, is_ogb_name)
+from sampling.train.options import (CACHE_POLICIES, DEVICES, GRAPH_MODES, SAMPLERS,
+                                    TrainOptions, UsageError, check_options, is_ogb_name)
 
 
 def _number(parse, ok, expected):
@@ -36,6 +37,7 @@ def _number(parse, ok, expected):
 
 _positive_int = _number(int, lambda v: v >= 1, "a positive integer")
 _probability = _number(float, lambda v: 0.0 <= v < 1.0, "a number in [0, 1)")
+_fraction = _number(float, lambda v: 0.0 <= v <= 1.0, "a fraction in [0, 1]")
 _positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), "a positive number")
 _nonneg_float = _number(float, lambda v: v >= 0 and math.isfinite(v), "a number >= 0")
 _nonneg_int = _number(int, lambda v: v >= 0, "an integer >= 0")
@@ -221,6 +223,15 @@ def build_parser():
     p.add_argument("--replication", type=_positive_int, metavar="C",
                    help="--graph partitioned only: ranks per process row of the (P/C) x C "
                         "grid; C must divide the number of ranks" + default(d.replication))
+    p.add_argument("--feature-cache", type=_fraction, metavar="FRACTION",
+                   help="--graph partitioned only: every rank also keeps a copy of the "
+                        "feature rows of this fraction of the vertices, the hottest ones, "
+                        "and fetches only the others (0.1 = 10 %%)"
+                        + default(f"{d.feature_cache:g}, no cache"))
+    p.add_argument("--cache-policy", choices=CACHE_POLICIES,
+                   help="--feature-cache only: which vertices are hottest: degree (highest "
+                        "degree first) or frequency (most often fetched in one pre-sampled "
+                        "epoch)" + default(d.cache_policy))
     p.add_argument("--device", choices=DEVICES,
                    help="where the model runs (cuda also samples on the GPU when running "
                         "on one process)" + default(d.device))
@@ -268,6 +279,13 @@ def _check_given(given):
     if "replication" in given and given.get("graph", d.graph) != "partitioned":
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
+    if "feature_cache" in given and given.get("graph", d.graph) != "partitioned":
+        raise UsageError("--feature-cache applies to --graph partitioned (replicated "
+                         "features are all local already); drop it or add --graph "
+                         "partitioned")
+    if "cache_policy" in given and "feature_cache" not in given:
+        raise UsageError("--cache-policy applies to --feature-cache; drop it or add "
+                         "--feature-cache FRACTION")
     if "root" in given and not is_ogb_name(given.get("dataset", d.dataset)):
         raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
                          f"downloaded); {given.get('dataset', d.dataset)!r} is not one: drop "

@@ -6,12 +6,14 @@ cannot work together with a ``UsageError`` (printed by the main job as one
 ``error:`` line, exit status 2).
 """
 
+import numbers
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 SAMPLERS = ("sage", "ladies", "fastgcn")
 GRAPH_MODES = ("replicated", "partitioned")
 DEVICES = ("cpu", "cuda")
+CACHE_POLICIES = ("degree", "frequency")  # those of sampling.features.FeatureStore
 PHASES = ("sample", "fetch", "fwd/bwd", "allreduce", "eval")
 
 
@@ -22,7 +24,10 @@ class TrainOptions:
     The defaults reach about 0.80 test accuracy on Cora with GraphSAGE.
     ``fanouts`` (``sampler='sage'``) may hold -1 for "all neighbours";
     ``root`` is where ``ogbn-*`` datasets are downloaded (default: the
-    loader's, ``$SPLA_DATA`` or ``~/.cache/spla-sampling``).  A ``Trainer``
+    loader's, ``$SPLA_DATA`` or ``~/.cache/spla-sampling``).
+    ``feature_cache`` (a fraction of the vertices, ``graph='partitioned'``
+    only) and ``cache_policy`` ('degree' or 'frequency') set the feature
+    store's hot-feature cache (``sampling.features.FeatureStore``).  A ``Trainer``
     given a sampler instance ignores ``sampler``, ``fanouts`` and
     ``layer_sizes``; given a model, it ignores ``hidden`` and ``dropout``.
 
@@ -54,6 +59,8 @@ class TrainOptions:
     threads: Optional[int] = None
     plot: Optional[str] = None
     progress: Optional[bool] = None  # None: only when stderr is a terminal
+    feature_cache: float = 0.0
+    cache_policy: str = "degree"
 
     @property
     def sizes(self):
@@ -102,6 +109,17 @@ def check_options(opts, *, sizes=True):
     if opts.replication != 1 and opts.graph == "replicated":
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
+    if opts.cache_policy not in CACHE_POLICIES:
+        raise UsageError(f"unknown cache policy {opts.cache_policy!r}; use degree or "
+                         "frequency")
+    fc = opts.feature_cache
+    if isinstance(fc, bool) or not isinstance(fc, numbers.Real) or not 0 <= fc <= 1:
+        raise UsageError(f"--feature-cache must be a fraction of the vertices in [0, 1]; "
+                         f"got {fc!r}")
+    if fc > 0 and opts.graph != "partitioned":
+        raise UsageError("--feature-cache applies to --graph partitioned (replicated "
+                         "features are all local already); drop it or add --graph "
+                         "partitioned")
     if opts.root is not None and not is_ogb_name(opts.dataset):
         raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
                          f"downloaded); {opts.dataset!r} is not one: drop --root")

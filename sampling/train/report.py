@@ -8,20 +8,27 @@ from sampling.train.options import PHASES
 
 _COLS = [("epoch", 5), ("loss", 7), ("val acc", 7), ("sample s", 8), ("fetch s", 7),
          ("fwd/bwd s", 9), ("allreduce s", 11), ("eval s", 7), ("SEPS", 9), ("MB moved", 8)]
+_CACHE_COL = ("cache hit", 9)  # only with a feature cache (--feature-cache)
 
 
-def header():
-    """The table's header line."""
-    return "  ".join(name.rjust(w) for name, w in _COLS)
+def header(cache=False):
+    """The table's header line (``cache``: with the feature cache's hit-rate column)."""
+    cols = _COLS + [_CACHE_COL] if cache else _COLS
+    return "  ".join(name.rjust(w) for name, w in cols)
 
 
-def format_row(s):
-    """One table row for ``EpochStats`` s."""
+def format_row(s, cache=False):
+    """One table row for ``EpochStats`` s (``cache`` as for ``header``)."""
     t = s.times
     vals = [f"{s.epoch:d}", f"{s.loss:.4f}", f"{s.val_acc:.4f}", f"{t['sample']:.3f}",
             f"{t['fetch']:.3f}", f"{t['fwd/bwd']:.3f}", f"{t['allreduce']:.3f}",
             f"{t['eval']:.3f}", _si(s.seps), f"{s.bytes_moved / 1e6:.2f}"]
-    return "  ".join(v.rjust(w) for v, (_, w) in zip(vals, _COLS))
+    cols = _COLS
+    if cache:
+        rate = s.cache_hit_rate
+        vals.append(f"{100 * rate:.1f} %" if math.isfinite(rate) else "-")
+        cols = _COLS + [_CACHE_COL]
+    return "  ".join(v.rjust(w) for v, (_, w) in zip(vals, cols))
 
 
 def _si(x):
@@ -54,6 +61,12 @@ def plot_phases(history, path, title=None):
     if len(epochs) <= 30:
         ax.set_xticks(epochs)
     ax.set_ylabel("seconds (slowest rank)")
+    hits = sum(getattr(s, "cache_hits", 0) for s in history)
+    asked = sum(getattr(s, "cache_requests", 0) for s in history)
+    if asked:
+        # The feature cache changes what the fetch bar means: say how often it served.
+        title = (f"{title}\n" if title else "") + (f"feature cache hit rate "
+                                                    f"{100 * hits / asked:.1f} %")
     if title:
         ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, ncol=len(PHASES), loc="upper center", bbox_to_anchor=(0.5, -0.18))

@@ -28,6 +28,9 @@ from sampling.train.options import PHASES, TrainOptions, UsageError, check_optio
 from sampling.train.report import format_row, header
 
 _EVAL_STREAM = {"val": 1 << 40, "test": (1 << 40) + 1}  # fixed epochs of the eval draws
+# The pre-sampled epoch that ranks vertices for a 'frequency' feature cache:
+# its own stream, so it is none of the training epochs (nor the eval draws).
+_CACHE_STREAM = (1 << 40) + 3
 
 _MODEL_PROTOCOL = ("a torch.nn.Module called as model(x, minibatch), with x the features "
                    "of minibatch.input_nodes, that returns the logits of minibatch.seeds")
@@ -44,6 +47,14 @@ class EpochStats:
     sampled_edges: int = 0
     bytes_moved: int = 0
     steps: int = 0
+    cache_hits: int = 0
+    cache_requests: int = 0
+
+    @property
+    def cache_hit_rate(self):
+        """Feature rows served by the hot-feature cache over the rows fetched (all
+        ranks, distinct rows per fetch); NaN without a cache."""
+        return self.cache_hits / self.cache_requests if self.cache_requests else float("nan")
 
     @property
     def seps(self):
@@ -217,9 +228,16 @@ class Trainer:
         self._split = sampler.D is None and self.size > 1
         splits = {"train": ds.train_idx, "val": ds.val_idx, "test": ds.test_idx}
         if partitioned:
+            # --feature-cache: by degree, the store ranks the vertices of the
+            # sampler's graph (a DistMatrix: one Allgatherv of row degrees);
+            # by frequency, it is filled below from a pre-sampled epoch.
+            cache = {}
+            if opts.feature_cache > 0:
+                cache = dict(cache=opts.feature_cache, cache_policy=opts.cache_policy,
+                             cache_graph=G if opts.cache_policy == "degree" else None)
             self.store = FeatureStore(x, labels=ds.y, splits=splits, mode="partitioned",
                                       comm=self.comm, replication=opts.replication,
-                                      num_classes=ds.num_classes)
+                                      num_classes=ds.num_classes, **cache)
         else:
             self.store = FeatureStore(x, labels=ds.y, splits=splits, num_classes=ds.num_classes)
         self._x_all = None
@@ -232,6 +250,8 @@ class Trainer:
         # the same seeds, and an epoch has about as many steps, for every p.
         self.minibatch_size = -(-opts.batch_size // self.size)
         self.bulk_size = self._plan_bulk()
+        if self.store.cache_fraction > 0 and self.store.cache_policy == "frequency":
+            self._warm_cache()
 
         with self._fork_rng():
             self._seed(opts.seed)  # identical initialisation on every rank
@@ -244,6 +264,27 @@ class Trainer:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(self.params, lr=opts.lr,
                                           weight_decay=opts.weight_decay)
+
+    def _warm_cache(self):
+        """Fill a 'frequency' feature cache from one pre-sampled epoch (Quiver's placement).
+
+        The training minibatches of stream ``_CACHE_STREAM`` are sampled in
+        bulks as an epoch would be (collectively), and each rank counts, per
+        vertex, the bulks whose fetch would ask for it: a row wanted by
+        several minibatches of one bulk travels once, so that is what its
+        bytes depend on.  ``warm_cache`` sums the counts over the ranks.
+        """
+        from sampling import epoch_batches
+        from spla.backend import to_host
+        counts = np.zeros(self.store.num_nodes, np.int64)
+        batches = epoch_batches(self.store.splits["train"], self.minibatch_size,
+                                seed=self.opts.seed, epoch=_CACHE_STREAM)
+        for bulk in self._bulks(len(batches)):
+            mbs = self._sample(batches, bulk, _CACHE_STREAM)
+            if mbs:
+                ids = np.asarray(to_host(self._concat([mb.input_nodes for mb in mbs])))
+                counts[np.unique(ids)] += 1
+        self.store.warm_cache(counts)
 
     def _check_sampler(self, sampler, ds):
         from sampling import Sampler
@@ -409,6 +450,10 @@ class Trainer:
                      "not used)")
         else:
             model = f"model {type(self.model).__name__} {self.depth} layers x {o.hidden}"
+        if self.store.cache_fraction > 0:
+            st = self.store.cache_stats()
+            mode += (f", feature cache {self.store.cache_fraction:g} by {o.cache_policy} "
+                     f"({st.cached_rows} rows, {st.memory_bytes / 1e6:.2f} MB per rank)")
         return (f"{self.dataset!r}\n"
                 f"{sampler}, {model}, batch "
                 f"{o.batch_size} ({self.minibatch_size} per rank), bulk {self.bulk_size}, "
@@ -593,6 +638,7 @@ class Trainer:
         t = dict.fromkeys(PHASES, 0.0)
         loss_sum = seeds = edges = 0.0
         steps = 0
+        cache_before = self.store.cache_stats()
         with C.counting() as moved:
             batches = epoch_batches(self.store.splits["train"], self.minibatch_size,
                                     seed=o.seed, epoch=epoch)
@@ -648,10 +694,13 @@ class Trainer:
                 if bar is not None:
                     bar.close()
             nbytes = sum(moved.values())
-        tot = self._reduce([loss_sum, seeds, edges, nbytes])
+        cache = self.store.cache_stats() - cache_before
+        hits, asked = (cache.hits, cache.requested) if self.store.cache_fraction > 0 else (0, 0)
+        tot = self._reduce([loss_sum, seeds, edges, nbytes, hits, asked])
         tmax = self._reduce([t[k] for k in PHASES], "max")
         stats = EpochStats(epoch + 1, tot[0] / max(tot[1], 1.0), val,
-                           dict(zip(PHASES, tmax.tolist())), int(tot[2]), int(tot[3]), steps)
+                           dict(zip(PHASES, tmax.tolist())), int(tot[2]), int(tot[3]), steps,
+                           int(tot[4]), int(tot[5]))
         self.history.append(stats)
         return stats
 
@@ -704,12 +753,13 @@ class Trainer:
         with self._working():
             epochs = self.opts.epochs if epochs is None else epochs
             start = len(self.history)
+            cache = self.store.cache_fraction > 0
             if log and self.rank == 0:
-                log(header())
+                log(header(cache=cache))
             for e in range(start, start + epochs):
                 stats = self.train_epoch(e)
                 if log and self.rank == 0:
-                    log(format_row(stats))
+                    log(format_row(stats, cache=cache))
             return self.evaluate("test")
 
     def parameter_checksum(self):
