@@ -56,6 +56,7 @@ from datetime import datetime, timezone
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from machine import machine_info  # noqa: E402 - benchmarks/ is on sys.path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -196,21 +197,6 @@ def run(args, comm):
                                      f"configurations ({name}, c = {c}, bulk {bulk}): {sums}")
                 results += group
     return datasets, results
-
-
-def machine_info():
-    cpu = mem = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f
-                        if ln.startswith("model name")), cpu)
-        with open("/proc/meminfo") as f:
-            mem = next((f"{int(ln.split()[1]) / 2**20:.1f} GiB" for ln in f
-                        if ln.startswith("MemTotal")), mem)
-    except OSError:
-        pass
-    return dict(nproc=len(os.sched_getaffinity(0)), cpu=cpu, ram=mem,
-                kernel=platform.release())
 
 
 def versions():

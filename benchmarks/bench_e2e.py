@@ -49,6 +49,7 @@ import sys
 import time
 import warnings
 from datetime import datetime, timezone
+from machine import machine_info  # noqa: E402 - benchmarks/ is on sys.path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -410,25 +411,6 @@ def summarise(epochs, acc, note):
     return dict(s_epoch=med(r["total"] for r in epochs), phases=phases,
                 all=[r["total"] for r in epochs], edges=med(r["edges"] for r in epochs),
                 steps=epochs[0]["steps"], acc=acc, note=note)
-
-
-def machine_info():
-    cpu = mem = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f
-                        if ln.startswith("model name")), cpu)
-        with open("/proc/meminfo") as f:
-            mem = next((f"{int(ln.split()[1]) / 2**20:.1f} GiB" for ln in f
-                        if ln.startswith("MemTotal")), mem)
-    except OSError:
-        pass
-    try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:
-        nproc = os.cpu_count()
-    return dict(nproc=nproc, cpu_count=os.cpu_count(), cpu=cpu, ram=mem,
-                kernel=platform.release())
 
 
 def versions(pyg):

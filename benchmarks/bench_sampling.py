@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timezone
+from machine import machine_info  # noqa: E402 - benchmarks/ is on sys.path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -475,33 +476,6 @@ def measure_rss(methods, A, k, scipy_k, log):
 
 # ---------------------------------------------------------------------------
 # Machine description
-
-
-def machine_info():
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = "unknown"
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal"):
-                    mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
-                    break
-    except OSError:
-        pass
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = os.cpu_count()
-    return {"nproc": affinity, "cpu_count": os.cpu_count(), "cpu": cpu, "ram": mem,
-            "kernel": platform.release()}
 
 
 def versions():
