@@ -87,34 +87,22 @@ def test_sim_topk_matches_cpu():
 # --------------------------------------------------------------------------
 # On a real GPU (cupy arrays), in the normal process.
 
-def _gpu():
-    if IN_SIM:
-        pytest.skip("the simulator child process has no real GPU")
-    try:
-        import cupy
-    except Exception as exc:  # ImportError, or a CUDA runtime that fails to load
-        pytest.skip(f"needs cupy and a CUDA GPU (cupy not importable: {exc})")
-    from numba import cuda
-    if not cuda.is_available():
-        pytest.skip("needs a CUDA GPU (numba.cuda.is_available() is False)")
-    import kernels.cpu.topk  # noqa: F401
-    import kernels.cuda.topk  # noqa: F401
-    from kernels import cpu
-    from kernels import cuda as gk
-    return cpu, gk, cupy
+# The same skip rules as the other kernels' GPU tests (no GPU in the simulator
+# child, none without cupy or a device).
+from test_cuda_kernels import _gpu  # noqa: E402
 
 
 @pytest.mark.gpu
 def test_gpu_topk_matches_cpu():
-    C, G, cupy = _gpu()
-    check_topk(C, G, cupy.asarray)
+    C, G, to_device = _gpu()
+    check_topk(C, G, to_device)
 
 
 @pytest.mark.gpu
 def test_gpu_select_topk_matches_cpu():
     """``spla.select_topk`` on a GPU matrix: the CPU result, moved to the GPU;
     rows of thousands of entries (one thread walks each)."""
-    _, _, cupy = _gpu()
+    _gpu()
     import spla
     rng = np.random.default_rng(8)
     n, ncols = 200, 5000
