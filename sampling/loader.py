@@ -29,7 +29,7 @@ from sampling.base import Sampler, owned_batches
 from sampling.batches import BulkPlanner, epoch_batches
 from sampling.features import FeatureStore
 from sampling.minibatch import _require_torch
-from sampling.validation import check_labels
+from sampling.validation import check_labels, host_array
 
 #: Minibatches sampled per pass on each rank when neither ``bulk`` nor
 #: ``memory_budget`` is given.
@@ -377,7 +377,7 @@ class NodeLoader:
         if kind is None:
             return None
         torch = self._torch
-        ids = _concat(parts)
+        ids = backend.concatenate(parts)
         F = self._features
         if kind == "store":
             # Collective when partitioned: called once per bulk on every rank.
@@ -390,13 +390,14 @@ class NodeLoader:
         else:  # numpy
             rows = F[backend.to_host(ids)]
             X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
-        return _split(X, parts)
+        return list(X.split([int(a.size) for a in parts]))
 
     def _gather_y(self, parts):
         if self._labels is None:
             return None
-        Y = self._labels[_torch_index(self._torch, _concat(parts), self._labels.device)]
-        return _split(Y, parts)
+        Y = self._labels[_torch_index(self._torch, backend.concatenate(parts),
+                                      self._labels.device)]
+        return list(Y.split([int(a.size) for a in parts]))
 
 
 class _EpochIterator:
@@ -543,19 +544,9 @@ def _torch_module_of(x):
     return torch if torch is not None and isinstance(x, torch.Tensor) else None
 
 
-def _host_array(x):
-    """x as a host numpy array (numpy, cupy, torch or a sequence)."""
-    torch = _torch_module_of(x)
-    if torch is not None:
-        return x.detach().cpu().numpy()
-    if backend.device_of(x) == "cuda":
-        return backend.to_host(x)
-    return np.asarray(x)
-
-
 def _as_seeds(func, seeds, n):
     """Distinct vertex ids in [0, n) (host int64), from ids or a boolean mask."""
-    a = _host_array(seeds)
+    a = host_array(func, "seeds", seeds)
     if a.dtype == np.bool_:
         if a.ndim != 1 or a.size != n:
             fail(DimensionMismatch, func, "seeds", f"a boolean mask of length {n} (one entry "
@@ -692,7 +683,7 @@ def _as_device(func, device, torch):
 
 
 def _as_labels(func, labels, n, torch, device):
-    a = check_labels(func, "labels", _host_array(labels), n)
+    a = check_labels(func, "labels", host_array(func, "labels", labels), n)
     return torch.from_numpy(np.ascontiguousarray(a, np.int64)).to(device)
 
 
@@ -713,15 +704,6 @@ def _show_args(v):
 
 
 # -- small helpers --------------------------------------------------------------------
-def _concat(parts):
-    if not parts:
-        return np.zeros(0, np.int64)
-    if isinstance(parts[0], np.ndarray):
-        return np.concatenate(parts)
-    import cupy
-    return cupy.concatenate(parts)
-
-
 def _torch_index(torch, ids, device):
     """``ids`` (numpy or cupy) as an int64 torch tensor on ``device``."""
     if isinstance(ids, np.ndarray):
@@ -729,14 +711,6 @@ def _torch_index(torch, ids, device):
     else:
         t = torch.from_dlpack(ids.astype(np.int64, copy=False))
     return t.to(device)
-
-
-def _split(X, parts):
-    out, off = [], 0
-    for a in parts:
-        out.append(X[off:off + int(a.size)])
-        off += int(a.size)
-    return out
 
 
 __all__ = ["NodeLoader", "DEFAULT_BULK"]

@@ -114,3 +114,23 @@ def to_host(arr):
     if isinstance(arr, np.ndarray):
         return arr
     return arr.get()
+
+
+def concatenate(arrays, dtype=np.int64):
+    """The arrays (all numpy or all cupy) end to end, on their device.
+
+    An empty list gives an empty numpy array of ``dtype``: the bulk of a
+    rank that samples no minibatch has nothing to join.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.backend import concatenate
+    >>> concatenate([np.array([3, 1]), np.array([2])]).tolist(), concatenate([]).size
+    ([3, 1, 2], 0)
+    """
+    if not arrays:
+        return np.zeros(0, dtype)
+    if isinstance(arrays[0], np.ndarray):
+        return np.concatenate(arrays)
+    return require_cupy("concatenate").concatenate(arrays)

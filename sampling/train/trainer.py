@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spla import comm as C
+from spla.backend import concatenate
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
 
@@ -282,7 +283,7 @@ class Trainer:
         for bulk in self._bulks(len(batches)):
             mbs = self._sample(batches, bulk, _CACHE_STREAM)
             if mbs:
-                ids = np.asarray(to_host(self._concat([mb.input_nodes for mb in mbs])))
+                ids = np.asarray(to_host(concatenate([mb.input_nodes for mb in mbs])))
                 counts[np.unique(ids)] += 1
         self.store.warm_cache(counts)
 
@@ -508,23 +509,11 @@ class Trainer:
                if isinstance(ids, np.ndarray) else torch.from_dlpack(ids))
         return self._y_all[idx.to(self.device)]
 
-    def _concat(self, arrays):
-        if not arrays:
-            return np.zeros(0, np.int64)
-        if isinstance(arrays[0], np.ndarray):
-            return np.concatenate(arrays)
-        import cupy
-        return cupy.concatenate(arrays)
-
     def _fetch_bulk(self, mbs):
         """Features of every minibatch's input vertices, in one (collective) fetch."""
         ins = [mb.input_nodes for mb in mbs]
-        X = self._features(self._concat(ins))
-        out, off = [], 0
-        for a in ins:
-            out.append(X[off:off + a.size])
-            off += a.size
-        return out
+        X = self._features(concatenate(ins))
+        return list(X.split([int(a.size) for a in ins]))
 
     @contextlib.contextmanager
     def _first_forward(self):
