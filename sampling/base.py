@@ -12,6 +12,7 @@ seeds.  ``MiniBatch.blocks`` are returned input layer first.
 """
 
 import abc
+import copy
 import os
 import sys
 import threading
@@ -415,6 +416,53 @@ class Sampler(abc.ABC):
         if D is None:
             return M
         return D.rows_view(backend.to_host(vertices))
+
+    def dup(self):
+        """Collective when distributed: a twin that samples on duplicated communicators.
+
+        A shallow copy whose distributed matrices (every ``DistMatrix``
+        attribute but ``graph``) are replaced by their ``DistMatrix.dup()``:
+        it samples exactly what this sampler samples, but its collectives
+        run on their own communicators, so a background thread may sample
+        with it while this thread communicates (``NodeLoader(prefetch=k)``
+        does so).  Local samplers have nothing to duplicate and return
+        themselves.  ``graph`` stays the original, so minibatches refer to
+        the user's graph.  A custom sampler that keeps distributed matrices
+        elsewhere (in a list, in another object) overrides ``dup``.
+
+        Every rank of the graph's communicator must call it.
+
+        Returns
+        -------
+        Sampler
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> from sampling import GraphSAGE
+        >>> D = spla.distribute(spla.Matrix.from_dense(np.ones((4, 4))))   # on 1 rank
+        >>> s = GraphSAGE(D, [2])
+        >>> t = s.dup()
+        >>> t.D.comm is s.D.comm
+        False
+        >>> [mb.input_nodes.tolist() for mb in t.sample([[0, 1]], seed=3)] == \\
+        ...     [mb.input_nodes.tolist() for mb in s.sample([[0, 1]], seed=3)]
+        True
+        """
+        if self.D is None:
+            return self
+        from spla.dist import DistMatrix
+        twin = copy.copy(self)
+        twins = {}
+        # Sorted: every rank duplicates the same matrices in the same order.
+        for name in sorted(vars(self)):
+            value = vars(self)[name]
+            if name == "graph" or not isinstance(value, DistMatrix):
+                continue
+            if id(value) not in twins:
+                twins[id(value)] = value.dup()
+            setattr(twin, name, twins[id(value)])
+        return twin
 
     @property
     @abc.abstractmethod

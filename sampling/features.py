@@ -29,6 +29,7 @@ sent and the memory the cache holds.
 Labels and split masks are small and are kept replicated on every rank.
 """
 
+import copy
 import math
 import numbers
 import threading
@@ -511,11 +512,11 @@ class FeatureStore:
         self.cache_policy = cache_policy
         self._stats_lock = threading.Lock()
         self._stats = dict.fromkeys(CacheStats._COUNTERS, 0)
-        # (hot ids, ids of the copies, the copies): replaced as one tuple, so
-        # a fetch in another thread sees one cache or the other, never a mix.
-        self._hot_set = (np.zeros(0, np.int64), np.zeros(0, np.int64),
-                       np.zeros((0, self.num_features), np.float32))
-        self._cache_rows = 0
+        # [(hot ids, ids of the copies, the copies)]: the tuple is replaced
+        # as one, so a fetch in another thread sees one cache or the other,
+        # never a mix; the list is shared with the store's twins (``dup``).
+        self._hot = [(np.zeros(0, np.int64), np.zeros(0, np.int64),
+                       np.zeros((0, self.num_features), np.float32))]
         if mode == "partitioned":
             k = cache_size(fraction, n) if fraction > 0 else 0
             # Both steer collectives (the Allgatherv of the degrees, the
@@ -565,6 +566,38 @@ class FeatureStore:
                    cache_policy=cache_policy, cache_graph=cache_graph, _local=block,
                    _shape=(num_nodes, block.shape[1]))
 
+    def dup(self):
+        """Collective when partitioned: a twin that fetches on a duplicated communicator.
+
+        The twin shares this store's rows, its cache (also one filled later
+        by ``warm_cache``) and its counters (``cache_stats`` counts the
+        fetches of both), but its all-to-allv run on its own communicator
+        (``comm.Dup()``), so a background thread may fetch with it while
+        this thread communicates (``NodeLoader(prefetch=k)`` does so).  A
+        replicated store never communicates and returns itself.  Every rank
+        of ``comm`` must call it.
+
+        Returns
+        -------
+        FeatureStore
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> store = FeatureStore(np.eye(3, dtype=np.float32), mode="partitioned")
+        >>> twin = store.dup()
+        >>> twin.comm is store.comm, twin.fetch([2]).tolist()
+        (False, [[0.0, 0.0, 1.0]])
+        >>> store.cache_stats().fetches                  # counted on both
+        1
+        """
+        if self.replicated:
+            return self
+        twin = copy.copy(self)
+        twin.comm = self.comm.Dup()
+        twin.grid = C.grid(twin.comm, self.c)
+        return twin
+
     @property
     def replicated(self):
         return self.mode == "replicated"
@@ -579,7 +612,7 @@ class FeatureStore:
                  f"{self.row_start}:{self.row_stop} here")
         if self.cache_fraction > 0:
             where += (f", cache {self.cache_fraction:g} by {self.cache_policy} "
-                      f"({self._cache_rows} rows)")
+                      f"({self._hot[0][0].size} rows)")
         return f"<FeatureStore {self.num_nodes}x{self.num_features} float32, {where}>"
 
     @property
@@ -597,7 +630,7 @@ class FeatureStore:
         >>> store.cached_ids.tolist()
         [1, 3]
         """
-        hot = self._hot_set[0].view()
+        hot = self._hot[0][0].view()
         hot.flags.writeable = False
         return hot
 
@@ -629,7 +662,7 @@ class FeatureStore:
             ids = as_index_array(func, "ids", host_array(func, "ids", ids), self.num_nodes)
         if self.replicated:
             return self.local[ids]
-        hot, copy_ids, copies = self._hot_set
+        hot, copy_ids, copies = self._hot[0]
         unique, inverse = np.unique(ids, return_inverse=True)
         inverse = inverse.reshape(-1)
         hit = _members(unique, hot)
@@ -704,8 +737,7 @@ class FeatureStore:
         mine = (hot >= self.row_start) & (hot < self.row_stop)
         copy_ids = hot[~mine]
         copies = self._exchange(copy_ids, "features.cache")
-        self._hot_set = (hot, copy_ids, copies)
-        self._cache_rows = int(hot.size)
+        self._hot[0] = (hot, copy_ids, copies)
 
     def warm_cache(self, counts):
         """Collective: choose the cached rows of a ``cache_policy='frequency'`` store.
@@ -786,7 +818,7 @@ class FeatureStore:
         >>> d.fetches, d.requested, d.hits, d.misses
         (1, 2, 0, 2)
         """
-        hot, copy_ids, copies = self._hot_set
+        hot, copy_ids, copies = self._hot[0]
         with self._stats_lock:
             counters = dict(self._stats)
         return CacheStats(policy=self.cache_policy, fraction=self.cache_fraction,

@@ -204,6 +204,36 @@ class DistMatrix:
                               replication=replication, replicate_graph=replicate_graph)
 
     # -- collectives ---------------------------------------------------------
+    def dup(self):
+        """Collective: this matrix on duplicated communicators (``comm.Dup()``).
+
+        The result shares this matrix's blocks (no copy) but communicates on
+        its own communicators (and its own process grid), so its collectives
+        never match those of ``self``: another thread can fetch rows or
+        multiply with it while this thread communicates on ``self`` (the MPI
+        library must provide ``MPI_THREAD_MULTIPLE``, as the ``mpich`` wheel
+        does).  Every rank of ``comm`` must call it, in the same order as its
+        other collectives.  The duplicates live until MPI is finalized.
+
+        Returns
+        -------
+        DistMatrix
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(3)))    # on 1 rank
+        >>> E = D.dup()
+        >>> E.local is D.local, E.comm is D.comm, E.gather().isequal(D.gather())
+        (True, False, True)
+        """
+        twin = DistMatrix(self.local, self.shape, self.nnz, self.layout, self.comm.Dup(),
+                          self.row_start, self.partition)
+        # Derived data (a cached prefix sum, a symmetry flag) belongs to the
+        # matrix, not to its communicator.
+        twin._cache = self._cache
+        return twin
+
     def gather(self):
         """Collective: the whole matrix on every rank (a host ``spla.Matrix``).
 
