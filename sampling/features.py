@@ -41,7 +41,7 @@ import numpy as np
 from spla import comm as C
 from spla.checks import as_index_array, as_int, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
-from spla.layout import chunk, owner_of
+from spla.layout import chunk, chunk_bounds, owner_of
 from spla.matrix import Matrix
 
 from sampling.validation import as_features, check_labels, host_array, is_sparse
@@ -302,28 +302,35 @@ def _fingerprint(ids):
         return int(np.bitwise_xor.reduce(h, initial=np.uint64(ids.size)) >> np.uint64(1))
 
 
-def _dense_rows(func, features, start, stop):
-    """Rows ``start:stop`` of ``features`` as a checked C-contiguous float32 array.
+def _dense_rows(func, features, start, stop, ids=None):
+    """Rows ``start:stop`` (or the rows ``ids``) of ``features`` as a checked
+    C-contiguous float32 array.
 
     Rows are cut before anything is converted or copied to the host, so a
     partitioned store converts, checks and moves only its own block.
     """
+    pick = slice(start, stop) if ids is None else ids
     if is_sparse(features):
         import scipy.sparse as sp
         if not isinstance(features, Matrix) and hasattr(features, "tocsr"):
             if not sp.issparse(features):  # cupyx.scipy.sparse: to the host first
                 features = features.get()
-            features = sp.csr_matrix(features)[start:stop]
-            start, stop = 0, int(features.shape[0])
+            features = sp.csr_matrix(features)[pick]
+            pick = slice(0, int(features.shape[0]))
         x = as_features(func, "features", features)
-        from spla.dist import row_block
-        blk = row_block(x.to("cpu"), start, stop)
+        from spla.dist import row_block, row_block_list
+        x = x.to("cpu")
+        blk = (row_block(x, pick.start, pick.stop) if isinstance(pick, slice)
+               else row_block_list(x, pick))
         if blk.values is None:
             blk = blk.astype(np.float32)
         return np.ascontiguousarray(blk.to_scipy().toarray(), dtype=np.float32)
     if len(getattr(features, "shape", ())) != 2:
         fail(DimensionMismatch, func, "features", "a 2-D (n, f) matrix", describe(features))
-    return as_features(func, "features", features[start:stop])
+    if ids is not None and features.__class__.__module__.startswith("torch"):
+        import torch
+        pick = torch.from_numpy(ids).to(features.device)
+    return as_features(func, "features", features[pick])
 
 
 class FeatureStore:
@@ -369,6 +376,14 @@ class FeatureStore:
         counts given to ``warm_cache`` (Quiver's probability-based
         placement: count the input vertices of a pre-sampled epoch); the
         cache is empty until then.  Ties go to the smaller vertex id.
+    partition : spla.partition.Partition, optional
+        ``mode='partitioned'`` only: place the rows by parts, process row
+        ``i`` holding the vertices of part ``i`` (``row_ids``), as
+        ``spla.distribute(A, comm, partition=P)`` places the graph's rows,
+        so a METIS partition keeps a vertex's features on the rank that
+        holds its neighbourhood.  Ids stay the user's: ``fetch`` returns
+        the same rows with or without a partition.  ``p / c`` parts, the
+        same on every rank.
     cache_graph : graph or 1-D array, optional
         The degrees of ``cache_policy='degree'`` (required with ``cache >
         0``, not used with ``cache=0``, refused with 'frequency'): a
@@ -431,7 +446,7 @@ class FeatureStore:
 
     def __init__(self, features, *, labels=None, splits=None, mode="replicated", comm=None,
                  replication=1, num_classes=None, cache=0.0, cache_policy="degree",
-                 cache_graph=None, _local=None, _shape=None):
+                 cache_graph=None, partition=None, _local=None, _shape=None):
         func = "FeatureStore"
         # A partitioned store is built collectively: its checks agree over
         # the communicator, so a bad argument on one rank raises on every
@@ -461,9 +476,19 @@ class FeatureStore:
                          f"a divisor of the number of ranks p = {p}", c)
                 n = _rows_of(func, features) if _local is None else int(_shape[0])
                 # Process row of this rank in the (p/c) x c grid (ProcessGrid's rule).
-                start, stop = chunk(n, p // c, check_comm.Get_rank() // c)
-                local = (_dense_rows(func, features, start, stop)
+                row = check_comm.Get_rank() // c
+                start, stop = chunk(n, p // c, row)
+                ids = None
+                if partition is not None:
+                    _check_partition(func, partition, n, p // c)
+                    start, stop = int(partition.bounds[row]), int(partition.bounds[row + 1])
+                    ids = np.asarray(partition.perm[start:stop], np.int64)
+                local = (_dense_rows(func, features, start, stop, ids)
                          if _local is None else _local)
+            if partition is not None and mode == "replicated":
+                fail(InvalidValue, func, "partition", "None for a replicated store (every "
+                     "rank holds every row; partition applies to mode='partitioned')",
+                     describe(partition))
             if num_classes is not None:
                 num_classes = as_int(func, "num_classes", num_classes, minimum=1)
             if labels is not None:
@@ -496,10 +521,22 @@ class FeatureStore:
         self.grid = None if mode == "replicated" else C.grid(self.comm, c)
         self.num_nodes = n
         self.row_start, self.row_stop = start, stop
+        self.partition = partition
+        # Block boundaries in storage positions (a partition's, or chunk's).
+        self._bounds = (None if mode == "replicated" else
+                        chunk_bounds(n, p // c) if partition is None else
+                        np.asarray(partition.bounds, np.int64))
         self.local = local
         self.num_features = int(local.shape[1]) if local.ndim == 2 else 0
         if mode == "partitioned":
-            # Every rank must agree on (n, f): a mismatch would hang the fetch.
+            # Every rank must agree on (n, f) and the placement of the rows: a
+            # mismatch would hang the fetch or answer with other rows.
+            digest = [-1, -1] if partition is None else [partition.parts,
+                                                          partition.fingerprint()]
+            C.check_same(self.comm, func, "partition", digest, cls=LayoutError,
+                         show=lambda v: ("no partition" if v[0] < 0 else
+                                         f"a partition in {v[0]} parts (fingerprint "
+                                         f"{int(v[1]):#x})"))
             allv = C.allgather_int(self.comm, [self.num_nodes, self.num_features])
             with C.collective_checks(self.comm):
                 if not (allv == allv[0]).all():
@@ -534,10 +571,12 @@ class FeatureStore:
     @classmethod
     def from_local(cls, local, num_nodes, *, comm=None, replication=1, labels=None,
                    splits=None, num_classes=None, cache=0.0, cache_policy="degree",
-                   cache_graph=None):
+                   cache_graph=None, partition=None):
         """Collective: a partitioned store from this rank's own block of rows.
 
-        ``local`` must hold rows ``chunk(num_nodes, p / c, rank // c)``.
+        ``local`` must hold rows ``chunk(num_nodes, p / c, rank // c)``, or
+        with a ``partition`` the rows of the vertices of part ``rank // c``
+        in ascending order (``partition.perm[bounds[i]:bounds[i + 1]]``).
         The other arguments are those of ``FeatureStore``; every check
         raises on every rank.  The rows of a cache come from their owners.
 
@@ -557,14 +596,18 @@ class FeatureStore:
             if p % c:
                 fail(LayoutError, func, "replication", f"a divisor of p = {p}", c)
             s, e = chunk(num_nodes, p // c, comm.Get_rank() // c)
+            if partition is not None:
+                _check_partition(func, partition, num_nodes, p // c)
+                i = comm.Get_rank() // c
+                s, e = int(partition.bounds[i]), int(partition.bounds[i + 1])
             block = _dense_rows(func, local, 0, _rows_of(func, local))
             if block.shape[0] != e - s:
                 fail(DimensionMismatch, func, "local", f"{e - s} rows (rows {s}:{e} of "
                      f"{num_nodes})", describe(block))
         return cls(None, labels=labels, splits=splits, mode="partitioned", comm=comm,
                    replication=c, num_classes=num_classes, cache=cache,
-                   cache_policy=cache_policy, cache_graph=cache_graph, _local=block,
-                   _shape=(num_nodes, block.shape[1]))
+                   cache_policy=cache_policy, cache_graph=cache_graph, partition=partition,
+                   _local=block, _shape=(num_nodes, block.shape[1]))
 
     def dup(self):
         """Collective when partitioned: a twin that fetches on a duplicated communicator.
@@ -599,6 +642,23 @@ class FeatureStore:
         return twin
 
     @property
+    def row_ids(self):
+        """The vertices whose rows ``local`` holds, in order (int64; all when replicated).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spla.partition import Partition
+        >>> x = np.arange(8, dtype=np.float32).reshape(4, 2)
+        >>> store = FeatureStore(x, mode="partitioned", partition=Partition([0, 0, 0, 0], 1))
+        >>> store.row_ids.tolist(), store.fetch([3]).tolist()
+        ([0, 1, 2, 3], [[6.0, 7.0]])
+        """
+        if self.partition is None:
+            return np.arange(self.row_start, self.row_stop, dtype=np.int64)
+        return np.asarray(self.partition.perm[self.row_start:self.row_stop], np.int64)
+
+    @property
     def replicated(self):
         return self.mode == "replicated"
 
@@ -608,8 +668,10 @@ class FeatureStore:
 
     def __repr__(self):
         where = ("replicated" if self.replicated else
-                 f"partitioned over {self.p} ranks (c = {self.c}), rows "
-                 f"{self.row_start}:{self.row_stop} here")
+                 f"partitioned over {self.p} ranks (c = {self.c}), "
+                 + (f"rows {self.row_start}:{self.row_stop} here" if self.partition is None
+                    else f"{self.row_stop - self.row_start} rows of part "
+                         f"{self.grid.row} of a partition here"))
         if self.cache_fraction > 0:
             where += (f", cache {self.cache_fraction:g} by {self.cache_policy} "
                       f"({self._hot[0][0].size} rows)")
@@ -694,22 +756,45 @@ class FeatureStore:
         all-to-allv, rows back with a second (counted under ``op +
         '.request'`` / ``'.reply'``).
         """
-        sendcounts = np.bincount(owner_of(unique, self.num_nodes, self.parts),
-                                 minlength=self.parts).astype(np.int64)
+        slots = self._slots(unique)
+        order = None
+        if self.partition is not None:
+            # Storage positions ascending, hence grouped by owner block.
+            order = np.argsort(slots, kind="stable")
+            slots = slots[order]
+        owner = np.searchsorted(self._bounds, slots, side="right") - 1
+        sendcounts = np.bincount(owner, minlength=self.parts).astype(np.int64)
         cc = self.grid.col_comm
-        req, reqcounts = C.alltoallv(cc, unique, sendcounts, op + ".request")
+        req, reqcounts = C.alltoallv(cc, slots, sendcounts, op + ".request")
         f = self.num_features
         rows = self.local[req - self.row_start] if req.size else np.zeros((0, f), np.float32)
         got, _ = C.alltoallv(cc, rows.reshape(-1), reqcounts * f, op + ".reply")
         # Requests went out grouped by owner in ascending order, and each
-        # owner answers in the order asked: the rows come back as ``unique``.
-        return got.reshape(unique.size, f)
+        # owner answers in the order asked: the rows come back as ``slots``.
+        got = got.reshape(unique.size, f)
+        if order is None:
+            return got
+        out = np.empty_like(got)
+        out[order] = got
+        return out
+
+    def _slots(self, ids):
+        """Storage positions of global ids (the ids themselves without a partition)."""
+        if self.partition is None:
+            return ids
+        return np.asarray(self.partition.inverse[ids], np.int64)
+
+    def _owned(self, ids):
+        """Which of ``ids`` this rank's block holds, and their rows' positions in ``local``."""
+        slots = self._slots(ids)
+        own = (slots >= self.row_start) & (slots < self.row_stop)
+        return own, slots[own] - self.row_start
 
     def _hot_rows(self, ids, copy_ids, copies):
         """Rows of hot ``ids`` (sorted): this rank's block, or the cache's copies."""
-        own = (ids >= self.row_start) & (ids < self.row_stop)
+        own, at = self._owned(ids)
         out = np.empty((ids.size, self.num_features), np.float32)
-        out[own] = self.local[ids[own] - self.row_start]
+        out[own] = self.local[at]
         out[~own] = copies[np.searchsorted(copy_ids, ids[~own])]
         return out
 
@@ -726,7 +811,9 @@ class FeatureStore:
         # Rank k of a process column holds block k: one Allgatherv there
         # puts every block's degrees, in order, on every rank.
         allv, _ = C.allgatherv(D.grid.col_comm, deg, "features.cache.degrees")
-        return allv
+        # The blocks hold their rows in storage order: vertex v's degree is
+        # at its position there.
+        return allv if D.partition is None else allv[np.asarray(D.partition.inverse)]
 
     def _fill(self, func, arg, hot):
         """Collective: make ``hot`` (sorted, the same on every rank) the cached set."""
@@ -734,7 +821,7 @@ class FeatureStore:
                      cls=InvalidValue, expected="the same on every rank (the same graph, "
                      "degrees or summed counts), so that every rank caches the same rows",
                      show=lambda v: f"a hot set of {v[0]} rows with digest {v[1]}")
-        mine = (hot >= self.row_start) & (hot < self.row_stop)
+        mine, _ = self._owned(hot)
         copy_ids = hot[~mine]
         copies = self._exchange(copy_ids, "features.cache")
         self._hot[0] = (hot, copy_ids, copies)
@@ -842,6 +929,19 @@ def _members(ids, sorted_set):
 
 
 _SOURCE_NAMES = ("None", "a degree array", "a matrix", "a DistMatrix")
+
+
+def _check_partition(func, partition, n, parts):
+    from spla.partition import Partition
+    if not isinstance(partition, Partition):
+        fail(DTypeError, func, "partition", "a spla.partition.Partition or None",
+             describe(partition))
+    if partition.n != n:
+        fail(DimensionMismatch, func, "partition", f"a Partition of the {n} vertices",
+             f"one of {partition.n}")
+    if partition.parts != parts:
+        fail(LayoutError, func, "partition", f"a Partition in p/c = {parts} parts (one per "
+             "process row)", f"{partition.parts} parts")
 
 
 def _rows_of(func, features):

@@ -52,13 +52,15 @@ class LayerWiseConfig(SamplerConfig):
         object.__setattr__(self, "normalize", bool(self.normalize))
 
 
-def row_normalized_with_self_loops(A, row_offset=0):
+def row_normalized_with_self_loops(A, row_offset=0, row_ids=None):
     """Â = D⁻¹(A + I), D the row sums of A + I (float32).
 
     ``A`` may be a block of rows of the graph starting at global row
     ``row_offset`` (the diagonal entry of local row i is column
-    ``row_offset + i``); every step is row-local, so a block gives exactly
-    the rows of the whole matrix's Â.
+    ``row_offset + i``), or any rows of it, ``row_ids`` (the diagonal entry
+    of local row i is then column ``row_ids[i]``; a partitioned
+    ``DistMatrix`` holds its part's vertices, ``D.row_ids``); every step is
+    row-local, so a block gives exactly the rows of the whole matrix's Â.
 
     Examples
     --------
@@ -71,7 +73,8 @@ def row_normalized_with_self_loops(A, row_offset=0):
     """
     m, n = A.shape
     xp = A.xp
-    cols = xp.arange(row_offset, row_offset + m, dtype=np.int64)
+    cols = (xp.arange(row_offset, row_offset + m, dtype=np.int64) if row_ids is None
+            else xp.asarray(row_ids, dtype=np.int64))
     eye = Matrix.from_csr(xp.arange(m + 1, dtype=np.int64), cols, xp.ones(m, np.float32),
                           (m, n), check=False, copy=False)
     base = A.astype(np.float32) if A.values is None else A
@@ -101,10 +104,10 @@ class _LayerWise(Sampler):
                 check_weights(name, "A", A.values)
         # Edge ids index the graph as given, not the D^-1 (A + I) sampled from.
         self.graph = D if D is not None else A
-        offset = 0 if D is None or D.layout.replicated else D.row_start
+        rows = None if D is None else D.row_ids
         # Probabilities and column scales are real numbers: integer or
         # structural graphs are sampled from float32 values.
-        self.A = row_normalized_with_self_loops(A, offset) if normalize else (
+        self.A = row_normalized_with_self_loops(A, row_ids=rows) if normalize else (
             A.astype(np.float32) if A.values is None or A.dtype.kind in "iu" else A)
         self.A_sq = apply(self.A, "square")
         if D is not None:
@@ -263,6 +266,8 @@ def _column_norms(A_sq, D):
     """
     if D is None or D.layout.replicated:
         return reduce_columnwise(A_sq, "plus")
+    if D.partition is not None:
+        return _column_norms_by_owner(A_sq, D)
     g = D.grid
     cc = g.col_comm
     from spla import comm as C
@@ -274,6 +279,37 @@ def _column_norms(A_sq, D):
         C.send_array(cc, np.ascontiguousarray(acc), g.row + 1, 21, "column_norms")
     # op=None: the broadcast is outside this step's counted byte model.
     return C.bcast_array(cc, acc, cc.Get_size() - 1, None)
+
+
+def _column_norms_by_owner(A_sq, D):
+    """``_column_norms`` when the rows are placed by a partition.
+
+    The parts interleave the user's row order, so running sums cannot
+    travel block by block.  Instead every entry goes to the owner of its
+    column's vertex (one all-to-allv per array, once per sampler), which
+    sums its columns visiting their rows in ascending user order: exactly
+    the single-process sums.  Every column is summed on one rank only, so
+    adding the ranks' vectors (zeros elsewhere) changes no bit.
+    """
+    P, n = D.partition, D.ncols
+    local = A_sq.to("cpu")
+    counts = np.diff(backend.to_host(local.indptr)).astype(np.int64)
+    rows = np.repeat(D.row_ids, counts)
+    cols = np.asarray(backend.to_host(local.indices), np.int64)
+    vals = backend.to_host(local.values)
+    owner = D.layout.owner(P.inverse[cols], n)
+    order = np.argsort(owner, kind="stable")
+    sendcounts = np.bincount(owner, minlength=D.layout.grid_rows).astype(np.int64)
+    cc = D.grid.col_comm
+    got_rows, _ = C.alltoallv(cc, rows[order], sendcounts, "column_norms")
+    got_cols, _ = C.alltoallv(cc, cols[order], sendcounts, "column_norms")
+    got_vals, _ = C.alltoallv(cc, np.ascontiguousarray(vals[order]), sendcounts,
+                              "column_norms")
+    mine = Matrix.from_coo(got_rows, got_cols, got_vals, shape=(n, n), duplicates="error")
+    part = np.asarray(reduce_columnwise(mine, "plus"))
+    # op=None: outside this step's counted byte model, as the broadcast above.
+    out = C.allreduce_array(cc, np.ascontiguousarray(part), "sum", None)
+    return A_sq.xp.asarray(out)
 
 
 def _counts(ptr):

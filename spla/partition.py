@@ -13,8 +13,10 @@ ways to build one:
     METIS's multilevel k-way partitioning (through the optional ``pymetis``
     package) of the symmetrised graph, which keeps the edges inside parts.
 
-``spla.distribute(A, comm, partition=P)`` then gives rank (process row)
-``i`` part ``i`` of the renumbered graph ``P.permute(A)``.  ``edge_cut``
+``spla.distribute(A, comm, partition=P)`` then gives process row ``i``
+the rows of part ``i``'s vertices, stored in the renumbering's order while
+every id in and out stays the user's (``P.permute(A)`` is the renumbered
+graph itself, for code that wants it).  ``edge_cut``
 and ``balance`` report what a partition costs: the entries that cross
 parts (the rows a rank will fetch from others) and the vertices, entries
 and training vertices per part.

@@ -463,13 +463,14 @@ def test_distribute_with_a_partition_on_one_process():
     P = Partition(np.zeros(A.nrows, np.int64), 1)             # one part: one rank
     D = spla.distribute(A, partition=P)
     assert D.partition is P and D.layout.bounds == (0, A.nrows)
-    assert D.gather().isequal(P.permute(A))
-    E = spla.DistMatrix.from_local(P.permute(A), A.shape, partition=P)
-    assert E.gather().isequal(P.permute(A)) and E.partition is P
-    # Replicated: any number of parts, no bounds.
+    assert D.gather().isequal(A)                              # user ids out
+    E = spla.DistMatrix.from_local(A, A.shape, partition=P)
+    assert E.gather().isequal(A) and E.partition is P
+    # Replicated: any number of parts, no bounds, rows where they were.
     Q = Partition(np.arange(A.nrows) % 3, 3)
     R = spla.distribute(A, replicate_graph=True, partition=Q)
-    assert R.layout.bounds is None and R.local.isequal(Q.permute(A))
+    assert R.layout.bounds is None and R.local.isequal(A) and R.gather().isequal(A)
+    np.testing.assert_array_equal(R.row_ids, np.arange(A.nrows))
 
 
 def test_distribute_partition_errors():

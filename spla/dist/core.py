@@ -19,7 +19,7 @@ from spla.checks import as_index_array, as_shape, describe, fail, xp_array
 from spla.backend import to_host
 from spla.dist.fetch import IMPLEMENTATIONS, STRATEGIES, fetch_replicated
 from spla.dist.scatter import block_sum, gather_blocks, scatter_from_root
-from spla.dist.wire import row_block
+from spla.dist.wire import row_block, row_block_list
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue,
                              LayoutError)
 from spla.layout import layout_code, layout_of, show_layout
@@ -41,15 +41,20 @@ class DistMatrix:
     local : spla.Matrix
         This rank's rows (``lshape``), global column ids.
     shape, nnz : global dimensions and entry count.
-    row_start, row_stop : global rows held here.
+    row_start, row_stop : the range of storage positions held here
+        (``P.to_new`` ids with a partition, the rows themselves without);
+        ``row_ids`` are the rows.
     layout : spla.layout.Layout
     comm : MPI communicator
     grid : spla.comm.ProcessGrid
     partition : spla.partition.Partition or None
-        The partition that renumbered this matrix (``distribute(...,
-        partition=P)``): its rows and columns are new ids, and process row
-        ``i`` holds part ``i`` (``layout.bounds``); None for the user's
-        numbering cut by ``chunk``.
+        The partition that placed the rows (``distribute(...,
+        partition=P)``): process row ``i`` holds the vertices of part ``i``
+        (``row_ids``, i.e. ``P.perm[P.bounds[i]:P.bounds[i + 1]]``); None
+        for the user's ids cut into contiguous blocks by ``chunk``.  Every
+        id that crosses the API (rows asked for, column indices, gathered
+        rows) is a user id either way: the partition changes where rows
+        live, never what they are called.
 
     Examples
     --------
@@ -70,6 +75,24 @@ class DistMatrix:
         self.row_start = int(row_start)
         self.row_stop = self.row_start + local.nrows
         self._cache = {}
+
+    @property
+    def row_ids(self):
+        """The global (user) ids of the rows of ``local``, in order (int64).
+
+        ``arange(row_start, row_stop)`` without a partition; the vertices
+        of this rank's part, ascending, with one.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(3)))    # on 1 rank
+        >>> D.row_ids.tolist()
+        [0, 1, 2]
+        """
+        if self.partition is None or self.layout.replicated:
+            return np.arange(self.row_start, self.row_stop, dtype=np.int64)
+        return np.asarray(self.partition.perm[self.row_start:self.row_stop], np.int64)
 
     @property
     def lshape(self):
@@ -118,10 +141,10 @@ class DistMatrix:
         comm, layout, replication, replicate_graph
             As for ``distribute``, the same on every rank.
         partition : spla.partition.Partition, optional
-            As for ``distribute``: the global matrix is the renumbered one
-            (``partition.permute(A)``) and ``local`` is its rows
-            ``partition.bounds[i]:partition.bounds[i + 1]`` on process row
-            ``i``.  The same on every rank.
+            As for ``distribute``: ``local`` is then the rows of part ``i``
+            on process row ``i``, in ascending order of their ids
+            (``partition.perm[partition.bounds[i]:partition.bounds[i +
+            1]]``), with the user's column ids.  The same on every rank.
 
         Returns
         -------
@@ -247,7 +270,12 @@ class DistMatrix:
         >>> spla.distribute(A).gather().isequal(A)            # on 1 rank
         True
         """
-        return gather_blocks(self)
+        G = gather_blocks(self)
+        if self.partition is None or self.layout.replicated:
+            return G
+        # Blocks arrive in storage order; row v of the matrix is position
+        # inverse[v] there.
+        return row_block_list(G, np.asarray(self.partition.inverse, np.int64))
 
     def fetch_rows(self, rows, strategy="direct"):
         """Collective: the rows ``rows`` of this matrix, sparsity-aware.
@@ -366,15 +394,18 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False, 
         Every rank holds the whole matrix (the graph-replicated mode:
         sampling then needs no communication).
     partition : spla.partition.Partition, optional
-        Distribute the renumbered matrix ``partition.permute(A)`` (square
-        ``A``, rows and columns in new ids), process row ``i`` holding part
-        ``i``: its rows ``partition.bounds[i]:partition.bounds[i + 1]``
-        instead of ``chunk``'s.  It must have ``p / c`` parts (any number
-        when ``replicate_graph``) and be the same on every rank (compared
-        by ``Partition.fingerprint``): compute it on every rank (METIS
-        gives the same partition for the same seed) or broadcast
-        ``partition.part``.  Map ids with ``partition.to_new`` and
-        ``to_user``; the result keeps it as ``D.partition``.
+        Place the rows by parts (square ``A``): process row ``i`` holds the
+        rows of the vertices of part ``i`` (``D.row_ids``) instead of a
+        contiguous block of ids.  Storage follows the partition's
+        renumbering (``partition.to_new``), but every id in and out stays
+        the user's: fetched rows, gathered matrices, products and the
+        samplers' minibatches are those of ``A`` itself, so results do not
+        depend on the partition, only the communication does.  It must have
+        ``p / c`` parts (any number when ``replicate_graph``, where it
+        changes nothing) and be the same on every rank (compared by
+        ``Partition.fingerprint``): compute it on every rank (METIS gives
+        the same partition for the same seed) or broadcast
+        ``partition.part``.  The result keeps it as ``D.partition``.
 
     Returns
     -------
@@ -405,7 +436,7 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False, 
     >>> from spla.partition import Partition
     >>> A = spla.Matrix.from_coo([0, 1], [3, 2], shape=(4, 4))
     >>> P = Partition([0, 0, 0, 0], 1)                           # one part per rank
-    >>> spla.distribute(A, partition=P).gather().isequal(P.permute(A))
+    >>> spla.distribute(A, partition=P).gather().isequal(A)      # user ids out
     True
     """
     func = "distribute"
@@ -433,17 +464,20 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False, 
     start, stop = L.block_rows(n, rank)
     has = allm[:, 0] >= 0
     local = None
+    placed = partition if partition is not None and not L.replicated else None
     if A is not None:
-        if partition is not None and has.all() and not L.replicated:
-            # Every rank has A: each renumbers only the rows it keeps.
-            local = partition.permute(A, rows=(start, stop))
-        else:
-            if partition is not None:
-                A = partition.permute(A)
-            local = A if L.replicated else row_block(A, start, stop)
+        local = A if L.replicated else _block_of(A, placed, start, stop)
     if not has.all():
-        local = scatter_from_root(comm, A, L, (n, m), C.code_dtype(dcode), local, has)
+        local = scatter_from_root(comm, A, L, (n, m), C.code_dtype(dcode), local, has,
+                                  lambda s, e: _block_of(A, placed, s, e))
     return DistMatrix(local, (n, m), nnz, L, comm, start, partition)
+
+
+def _block_of(A, partition, start, stop):
+    """The rows stored at positions ``start:stop``: a slice, or the part's vertices."""
+    if partition is None:
+        return row_block(A, start, stop)
+    return row_block_list(A, np.asarray(partition.perm[start:stop], np.int64))
 
 
 def fetch_rows(D, rows, strategy="direct"):
@@ -481,7 +515,15 @@ def _fetch(D, rows, strategy, func):
                  show=lambda v: repr(STRATEGIES[int(v[0])]))
     if D.layout.replicated:
         return fetch_replicated(D, rows)
-    return IMPLEMENTATIONS[strategy](D, rows)
+    P = D.partition
+    if P is None:
+        return IMPLEMENTATIONS[strategy](D, rows)
+    # The strategies work on storage positions (contiguous per block);
+    # answer in the user's ids, ascending, as without a partition.
+    M, slots = IMPLEMENTATIONS[strategy](D, np.sort(P.inverse[rows]))
+    ids = np.asarray(P.perm[slots], np.int64)
+    order = np.argsort(ids, kind="stable")
+    return row_block_list(M, order), ids[order]
 
 
 def _check_strategy(func, strategy):

@@ -9,7 +9,7 @@ from spla import comm as C
 from spla.dist.wire import allgather_rows, recv_csr, row_block, send_csr
 
 
-def scatter_from_root(comm, A, L, shape, dtype, local, has):
+def scatter_from_root(comm, A, L, shape, dtype, local, has, block_of=None):
     """Collective: rank 0 sends its rows to every rank that passed no matrix.
 
     Parameters
@@ -26,6 +26,10 @@ def scatter_from_root(comm, A, L, shape, dtype, local, has):
         This rank's block, when it passed the matrix itself.
     has : numpy.ndarray of bool
         Which ranks passed the matrix (the same on every rank).
+    block_of : callable, optional
+        ``block_of(start, stop)``: the rows stored at positions
+        ``start:stop`` (default: that slice of ``A``; a partitioned layout
+        stores its parts' vertices there).
 
     Returns
     -------
@@ -48,7 +52,9 @@ def scatter_from_root(comm, A, L, shape, dtype, local, has):
     if rank == 0:
         for r in range(1, comm.Get_size()):
             if not has[r]:
-                send_csr(comm, row_block(A, *L.block_rows(n, r)), r, "distribute")
+                s, e = L.block_rows(n, r)
+                block = row_block(A, s, e) if block_of is None else block_of(s, e)
+                send_csr(comm, block, r, "distribute")
         return local
     if has[rank]:
         return local

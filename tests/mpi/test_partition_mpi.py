@@ -1,10 +1,11 @@
-"""Distributing a renumbered graph: ``spla.distribute(A, comm, partition=P)``.
+"""Distributing a graph by parts: ``spla.distribute(A, comm, partition=P)``.
 
-Process row ``i`` holds part ``i`` of ``P.permute(A)``; row fetches, the
-gathered matrix and the samplers must then behave exactly as on the
-renumbered graph held by one process, for every p and c (expectations come
-from the local matrix, never from per-rank-count constants).  Run under
-mpiexec with 1 to 4 ranks by tests/test_mpi.py.
+Process row ``i`` holds the rows of part ``i``'s vertices; every id in and
+out stays the user's, so row fetches, the gathered matrix, products and the
+samplers must give exactly what the user's graph gives in one process, for
+every p, c and partition (expectations come from the local matrix, never
+from per-rank-count constants).  Run under mpiexec with 1 to 4 ranks by
+tests/test_mpi.py.
 """
 
 import numpy as np
@@ -49,45 +50,48 @@ def test_each_process_row_holds_its_part(comm, cora):
     for layout, c in grids(comm.size):
         parts = comm.size // c
         for P in partitions(A, parts):
-            R = P.permute(A)
             for root_only in (False, True):
                 given = A if (not root_only or comm.rank == 0) else None
                 D = spla.distribute(given, comm, layout=layout, replication=c, partition=P)
                 i = comm.rank // c
                 s, e = int(P.bounds[i]), int(P.bounds[i + 1])
+                mine = np.flatnonzero(P.part == i)
                 assert (D.row_start, D.row_stop) == (s, e), (layout, c, P.method)
+                np.testing.assert_array_equal(D.row_ids, mine)
                 assert D.layout.bounds == tuple(P.bounds.tolist())
                 assert D.partition is P and D.nnz == A.nnz
-                assert D.local.isequal(spla.extract(R, rows=np.arange(s, e)))
-                assert D.gather().isequal(R)
+                assert D.local.isequal(spla.extract(A, rows=mine))
+                assert D.gather().isequal(A)
 
 
 @pytest.mark.parametrize("strategy", ["direct", "pooled"])
-def test_row_fetches_are_rows_of_the_renumbered_graph(comm, cora, strategy):
+def test_row_fetches_are_rows_of_the_users_graph(comm, cora, strategy):
     A = cora.A
     rng = np.random.default_rng(comm.rank)          # ranks ask for different rows
     ids = rng.integers(0, A.nrows, 40)
     for layout, c in grids(comm.size):
         for P in partitions(A, comm.size // c):
-            R = P.permute(A)
             D = spla.distribute(A, comm, layout=layout, replication=c, partition=P)
             M, got = D.fetch_rows(ids, strategy=strategy)
+            assert (np.diff(got) > 0).all()
             if strategy == "direct":
                 np.testing.assert_array_equal(got, np.unique(ids))
-            assert M.isequal(spla.extract(R, rows=got)), (layout, c, P.method)
+            else:
+                assert np.isin(ids, got).all()
+            assert M.isequal(spla.extract(A, rows=got)), (layout, c, P.method)
             V = D.rows_view(ids, strategy=strategy)
             assert spla.extract(V, rows=np.unique(ids)).isequal(
-                spla.extract(R, rows=np.unique(ids)))
+                spla.extract(A, rows=np.unique(ids)))
 
 
-def test_sampling_on_a_partitioned_graph_is_sampling_the_renumbered_graph(comm, cora):
+def test_sampling_on_a_partitioned_graph_is_sampling_the_users_graph(comm, cora):
+    # Draws are keyed by user ids and rows keep the user's column order, so
+    # the minibatches cannot depend on where the rows live.
     A = cora.A
-    batches_user = epoch_batches(cora.train_idx, 20, seed=3)
+    batches = epoch_batches(cora.train_idx, 20, seed=3)
+    ref = GraphSAGE(A, [5, 3]).sample(batches, seed=11, epoch=1)
     for layout, c in grids(comm.size):
         for P in partitions(A, comm.size // c):
-            R = P.permute(A)
-            batches = [P.to_new(b) for b in batches_user]
-            ref = GraphSAGE(R, [5, 3]).sample(batches, seed=11, epoch=1)
             D = spla.distribute(A, comm, layout=layout, replication=c, partition=P)
             every = gather_minibatches(GraphSAGE(D, [5, 3]).sample(batches, seed=11, epoch=1),
                                        comm)
@@ -99,11 +103,10 @@ def test_sampling_on_a_partitioned_graph_is_sampling_the_renumbered_graph(comm, 
 def test_product_with_a_partitioned_graph(comm, cora):
     A = cora.A
     P = random_partition(A.nrows, comm.size, 4, empty_first=True)
-    R = P.permute(A)
     D = spla.distribute(A, comm, partition=P)
     Q = spla.distribute(A, comm, partition=P)
     got = spla.mxm(Q, D).gather()
-    assert got.isequal((R @ R).new())
+    assert got.isequal((A @ A).new())
 
 
 def test_partitions_that_disagree_raise_on_every_rank(comm, cora):
@@ -138,12 +141,58 @@ def test_a_bad_partition_on_one_rank_raises_on_every_rank(comm, cora):
 def test_layer_wise_sampling_on_a_partitioned_graph(comm, cora, name):
     import sampling
     sampler = getattr(sampling, name)
-    if comm.size == 1:
-        pytest.skip("one part is chunk's one block: nothing to get wrong")
     A = cora.A
-    P = random_partition(A.nrows, comm.size, 6)
-    batches = [P.to_new(b) for b in epoch_batches(cora.train_idx, 20, seed=3)]
-    ref = sampler(P.permute(A), [40, 30]).sample(batches, seed=11, epoch=1)
-    D = spla.distribute(A, comm, partition=P)
-    every = gather_minibatches(sampler(D, [40, 30]).sample(batches, seed=11, epoch=1), comm)
-    assert len(every) == len(ref) and all(a == b for a, b in zip(every, ref))
+    batches = epoch_batches(cora.train_idx, 20, seed=3)
+    ref = sampler(A, [40, 30]).sample(batches, seed=11, epoch=1)
+    for P in (random_partition(A.nrows, comm.size, 6),
+              random_partition(A.nrows, comm.size, 7, empty_first=True)):
+        D = spla.distribute(A, comm, partition=P)
+        every = gather_minibatches(sampler(D, [40, 30]).sample(batches, seed=11, epoch=1),
+                                   comm)
+        assert len(every) == len(ref) and all(a == b for a, b in zip(every, ref))
+
+
+def test_feature_store_placed_by_the_partition(comm, cora):
+    """Features co-located with the graph's parts: the same rows as the global
+    matrix for any ids, nothing on the wire for a rank's own vertices, and a
+    degree cache that ranks the user's vertices, not storage positions."""
+    from sampling.features import FeatureStore, hottest
+    A = cora.A
+    n = A.nrows
+    x = np.random.default_rng(5).standard_normal((n, 6)).astype(np.float32)
+    rng = np.random.default_rng(100 + comm.rank)
+    ids = rng.integers(0, n, 300)
+    deg = np.diff(A.to_scipy().indptr)
+    for layout, c in grids(comm.size):
+        for P in partitions(A, comm.size // c):
+            D = spla.distribute(A, comm, layout=layout, replication=c, partition=P)
+            store = FeatureStore(x, mode="partitioned", comm=comm, replication=c, partition=P)
+            np.testing.assert_array_equal(store.row_ids, D.row_ids)
+            np.testing.assert_array_equal(store.local, x[store.row_ids])
+            np.testing.assert_array_equal(store.fetch(ids), x[ids])
+            with spla.comm.counting() as moved:
+                own = store.fetch(store.row_ids)
+            np.testing.assert_array_equal(own, x[store.row_ids])
+            assert sum(moved.values()) == 0, (layout, c, P.method, dict(moved))
+            mine = FeatureStore.from_local(x[D.row_ids], n, comm=comm, replication=c,
+                                           partition=P, cache=0.1, cache_graph=D)
+            k = mine.cache_stats().cached_rows
+            np.testing.assert_array_equal(mine.cached_ids, np.sort(hottest(deg, k)))
+            np.testing.assert_array_equal(mine.fetch(ids), x[ids])
+
+
+def test_feature_store_partition_errors_raise_on_every_rank(comm, cora):
+    from sampling.features import FeatureStore
+    n, p = cora.A.nrows, comm.size
+    x = np.zeros((n, 2), np.float32)
+    with pytest.raises(spla.LayoutError, match=f"'partition' must be a Partition in p/c = {p} "
+                                               "parts"):
+        FeatureStore(x, mode="partitioned", comm=comm,
+                     partition=Partition(np.zeros(n, np.int64), p + 1))
+    if p > 1:
+        P = random_partition(n, p, 20 + (comm.rank == p - 1))
+        with pytest.raises(spla.LayoutError, match="'partition' must be the same on every "
+                                                   "rank"):
+            FeatureStore(x, mode="partitioned", comm=comm, partition=P)
+    with pytest.raises(spla.InvalidValue, match="'partition' must be None for a replicated"):
+        FeatureStore(x, partition=random_partition(n, p, 1))
