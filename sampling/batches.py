@@ -69,6 +69,97 @@ def epoch_batches(train_ids, batch_size, *, seed, epoch=0, drop_last=False):
     return out
 
 
+
+def seeds_by_part(seeds, partition, ranks, replication=1):
+    """Split training vertices over ranks by part, as evenly as possible (DistDGL's split).
+
+    Rank ``r`` sits on process row ``r // replication``, which holds part
+    ``r // replication``; the ranks of a process row share their part's
+    seeds.  Each rank gets ``len(seeds) // ranks`` or one more seed (the
+    first ``len(seeds) % ranks`` ranks get one more), taken from its own
+    part first: seeds of parts with more than their ranks' share move to
+    ranks whose part has fewer, so with a locality-aware partition (METIS)
+    most minibatches of a rank are drawn from the vertices it holds, and
+    every rank still trains on as many seeds.  Pure and deterministic, so
+    every rank computes every rank's share without communicating.
+
+    Parameters
+    ----------
+    seeds : 1-D int array
+        Distinct vertex ids.
+    partition : spla.partition.Partition
+        With ``ranks / replication`` parts.
+    ranks : int
+        p, the number of ranks.
+    replication : int, default 1
+        c, the ranks per process row (divides ``ranks``).
+
+    Returns
+    -------
+    list of ``ranks`` int64 arrays
+        Ascending; disjoint; together ``seeds``.
+
+    Raises
+    ------
+    InvalidValue, LayoutError, DTypeError
+        Repeated seeds, ``replication`` not dividing ``ranks``, a partition
+        of another number of parts, or not a Partition.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.partition import Partition
+    >>> P = Partition([0, 0, 0, 0, 1, 1], 2)          # part 0: 0..3, part 1: 4, 5
+    >>> [a.tolist() for a in seeds_by_part(np.arange(6), P, 2)]
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    from spla.exceptions import DTypeError, LayoutError
+    from spla.layout import chunk
+    from spla.partition import Partition
+    func = "seeds_by_part"
+    ranks = as_int(func, "ranks", ranks, minimum=1)
+    c = as_int(func, "replication", replication, minimum=1)
+    if ranks % c:
+        fail(LayoutError, func, "replication", f"a divisor of ranks = {ranks}", c)
+    if not isinstance(partition, Partition):
+        fail(DTypeError, func, "partition", "a spla.partition.Partition", describe(partition))
+    rows = ranks // c
+    if partition.parts != rows:
+        fail(LayoutError, func, "partition", f"a Partition in ranks / replication = {rows} "
+             "parts", f"{partition.parts} parts")
+    ids = np.asarray(as_index_array(func, "seeds", seeds, partition.n), np.int64)
+    ids = np.sort(ids)
+    if ids.size > 1 and (np.diff(ids) == 0).any():
+        fail(InvalidValue, func, "seeds", "distinct vertex ids", "repeated ids")
+    part = np.asarray(partition.part)[ids]
+    want = [chunk(ids.size, ranks, r)[1] - chunk(ids.size, ranks, r)[0] for r in range(ranks)]
+    own, spare = [], []
+    for i in range(rows):
+        mine = ids[part == i]
+        # The part's seeds go to its c ranks in turn; what they cannot take
+        # (beyond their shares) is spare, the part's largest ids last.
+        cap = sum(want[i * c:(i + 1) * c])
+        for j in range(c):
+            s, e = chunk(min(mine.size, cap), c, j)
+            own.append(mine[s:e])
+        spare.append(mine[cap:])
+    pool = np.concatenate(spare) if spare else np.zeros(0, np.int64)
+    out, at = [], 0
+    for r in range(ranks):
+        take = want[r] - own[r].size
+        if take < 0:
+            # chunk gave this rank one more than its share (c > 1): pass it on.
+            pool = np.concatenate([pool, own[r][take:]])
+            own[r] = own[r][:take]
+            take = 0
+        out.append(own[r])
+    for r in range(ranks):
+        take = want[r] - out[r].size
+        if take:
+            out[r] = np.sort(np.concatenate([out[r], pool[at:at + take]]))
+            at += take
+    return out
+
 class BulkPlanner:
     """Choose the bulk size k (minibatches sampled per pass) from a memory budget.
 
