@@ -65,6 +65,12 @@ REJECTED = [
     (["--replication", "2"], "--replication applies to --graph partitioned"),
     (["--replication", "1", "--graph", "replicated"], "--replication applies to --graph "
                                                       "partitioned"),
+    (["--partition", "metis"], "--partition applies to --graph partitioned (a replicated "
+                               "graph has no parts); drop it or add --graph partitioned"),
+    (["--graph", "replicated", "--split", "part"], "--split applies to --graph partitioned"),
+    (["--graph", "partitioned", "--partition", "random"],
+     "argument --partition: invalid choice: 'random'"),
+    (["--graph", "partitioned", "--split", "local"], "argument --split: invalid choice"),
     (["--root", "{tmp}"], "--root applies to ogbn-* datasets (it is where they are "
                           "downloaded); 'cora' is not one: drop --root"),
     (["--dataset", "rmat:8", "--root", "{tmp}"], "'rmat:8' is not one"),

@@ -18,8 +18,9 @@ import sys
 from dataclasses import fields
 
 from sampling.train.launch import launcher_rank
-from sampling.train.options import (CACHE_POLICIES, DEVICES, GRAPH_MODES, SAMPLERS,
-                                    TrainOptions, UsageError, check_options, is_ogb_name)
+from sampling.train.options import (CACHE_POLICIES, DEVICES, GRAPH_MODES, PARTITIONS,
+                                    SAMPLERS, SPLITS, TrainOptions, UsageError, check_options,
+                                    is_ogb_name)
 
 
 def _number(parse, ok, expected):
@@ -223,6 +224,17 @@ def build_parser():
     p.add_argument("--replication", type=_positive_int, metavar="C",
                    help="--graph partitioned only: ranks per process row of the (P/C) x C "
                         "grid; C must divide the number of ranks" + default(d.replication))
+    p.add_argument("--partition", choices=PARTITIONS,
+                   help="--graph partitioned only: how the vertices are placed on the "
+                        "process rows: block (contiguous ids) or metis (METIS k-way, fewer "
+                        "edges between ranks; needs pymetis); results do not depend on it"
+                        + default(d.partition))
+    p.add_argument("--split", choices=SPLITS,
+                   help="--graph partitioned only: which training vertices each rank "
+                        "trains on: global (minibatches of one shuffle of all of them, the "
+                        "same for any rank count and partition) or part (each rank's own "
+                        "part first, as DistDGL; local neighbourhoods with --partition "
+                        "metis)" + default(d.split))
     p.add_argument("--feature-cache", type=_fraction, metavar="FRACTION",
                    help="--graph partitioned only: every rank also keeps a copy of the "
                         "feature rows of this fraction of the vertices, the hottest ones, "
@@ -279,6 +291,10 @@ def _check_given(given):
     if "replication" in given and given.get("graph", d.graph) != "partitioned":
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
+    for name in ("partition", "split"):
+        if name in given and given.get("graph", d.graph) != "partitioned":
+            raise UsageError(f"--{name} applies to --graph partitioned (a replicated graph "
+                             "has no parts); drop it or add --graph partitioned")
     if "feature_cache" in given and given.get("graph", d.graph) != "partitioned":
         raise UsageError("--feature-cache applies to --graph partitioned (replicated "
                          "features are all local already); drop it or add --graph "

@@ -14,6 +14,8 @@ SAMPLERS = ("sage", "ladies", "fastgcn")
 GRAPH_MODES = ("replicated", "partitioned")
 DEVICES = ("cpu", "cuda")
 CACHE_POLICIES = ("degree", "frequency")  # those of sampling.features.FeatureStore
+PARTITIONS = ("block", "metis")  # spla.partition.block / metis
+SPLITS = ("global", "part")  # how the training vertices are spread over the ranks
 PHASES = ("sample", "fetch", "fwd/bwd", "allreduce", "eval")
 
 
@@ -25,6 +27,13 @@ class TrainOptions:
     ``fanouts`` (``sampler='sage'``) may hold -1 for "all neighbours";
     ``root`` is where ``ogbn-*`` datasets are downloaded (default: the
     loader's, ``$SPLA_DATA`` or ``~/.cache/spla-sampling``).
+    ``partition`` ('block' or 'metis', ``graph='partitioned'`` only) places
+    the graph's and the features' rows by parts (``spla.partition``);
+    ``split`` says which training vertices each rank trains on: 'global'
+    (minibatches cut from one shuffle of all of them: the same minibatches
+    for every rank count, layout and partition) or 'part' (DistDGL's split,
+    ``sampling.batches.seeds_by_part``: each rank's from its own part
+    first, so a METIS partition keeps its neighbourhoods local).
     ``feature_cache`` (a fraction of the vertices, ``graph='partitioned'``
     only) and ``cache_policy`` ('degree' or 'frequency') set the feature
     store's hot-feature cache (``sampling.features.FeatureStore``).  A ``Trainer``
@@ -47,6 +56,8 @@ class TrainOptions:
     memory_budget: int = 1 << 30
     replication: int = 1
     graph: str = "replicated"
+    partition: str = "block"
+    split: str = "global"
     dataset: str = "cora"
     root: Optional[str] = None
     device: str = "cpu"
@@ -109,6 +120,15 @@ def check_options(opts, *, sizes=True):
     if opts.replication != 1 and opts.graph == "replicated":
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
+    if opts.partition not in PARTITIONS:
+        raise UsageError(f"unknown partition {opts.partition!r}; use block or metis")
+    if opts.split not in SPLITS:
+        raise UsageError(f"unknown split {opts.split!r}; use global or part")
+    if opts.graph != "partitioned" and (opts.partition != "block" or opts.split != "global"):
+        what = (f"--partition {opts.partition}" if opts.partition != "block"
+                else f"--split {opts.split}")
+        raise UsageError(f"{what} applies to --graph partitioned (a replicated graph has no "
+                         "parts); drop it or add --graph partitioned")
     if opts.cache_policy not in CACHE_POLICIES:
         raise UsageError(f"unknown cache policy {opts.cache_policy!r}; use degree or "
                          "frequency")

@@ -204,13 +204,14 @@ class Trainer:
         else:
             x = np.ascontiguousarray(features, dtype=np.float32)
 
+        P = self._make_partition(ds.A) if partitioned and sampler is None else None
         if sampler is None:
             distributed = partitioned or self.size > 1
             layout = "1.5d" if opts.replication > 1 else "1d"
             A = ds.A
             if distributed:
                 G = spla.distribute(A, self.comm, layout=layout, replication=opts.replication,
-                                    replicate_graph=not partitioned)
+                                    replicate_graph=not partitioned, partition=P)
             else:
                 G = A.to("cuda") if opts.device == "cuda" else A
             sizes = opts.sizes
@@ -221,6 +222,11 @@ class Trainer:
         else:
             G = sampler.D if sampler.D is not None else sampler.A
             kind = "ladies" if isinstance(sampler, (LADIES, FastGCN)) else "sage"
+            if sampler.D is not None and not sampler.D.layout.replicated:
+                P = sampler.D.partition  # the features go where its rows are
+        if partitioned and P is None and opts.split == "part":
+            P = spla.partition.block(ds.A, self.size // opts.replication)
+        self.partition = P
         self.graph = G
         self.sampler = sampler
         self.depth = sampler.num_layers
@@ -236,9 +242,12 @@ class Trainer:
             if opts.feature_cache > 0:
                 cache = dict(cache=opts.feature_cache, cache_policy=opts.cache_policy,
                              cache_graph=G if opts.cache_policy == "degree" else None)
+            # Features live where the graph's rows do (a METIS part's vertices
+            # and their features on the same process row).
+            placed = P if isinstance(G, spla.DistMatrix) and G.partition is P else None
             self.store = FeatureStore(x, labels=ds.y, splits=splits, mode="partitioned",
                                       comm=self.comm, replication=opts.replication,
-                                      num_classes=ds.num_classes, **cache)
+                                      num_classes=ds.num_classes, partition=placed, **cache)
         else:
             self.store = FeatureStore(x, labels=ds.y, splits=splits, num_classes=ds.num_classes)
         self._x_all = None
@@ -251,6 +260,9 @@ class Trainer:
         # the same seeds, and an epoch has about as many steps, for every p.
         self.minibatch_size = -(-opts.batch_size // self.size)
         self.bulk_size = self._plan_bulk()
+        if self.partition is not None and opts.split == "part":
+            with C.collective_checks(self.comm):
+                self._epoch_plan(0)  # a share too small for the minibatches raises here
         if self.store.cache_fraction > 0 and self.store.cache_policy == "frequency":
             self._warm_cache()
 
@@ -266,6 +278,90 @@ class Trainer:
         self.optimizer = torch.optim.Adam(self.params, lr=opts.lr,
                                           weight_decay=opts.weight_decay)
 
+    def _make_partition(self, A):
+        """Collective: ``opts.partition`` of the graph into ``p / c`` parts.
+
+        Rank 0 partitions (METIS is deterministic for a seed, but one run
+        is cheaper than p) and broadcasts the part of every vertex; an
+        error there (pymetis missing) raises on every rank.
+        """
+        import spla
+        from spla.partition import Partition
+        parts = self.size // self.opts.replication
+        if self.opts.partition == "block":
+            return spla.partition.block(A, parts)
+        P = None
+        with C.collective_checks(self.comm):
+            if self.rank == 0:
+                P = spla.partition.metis(A, parts, seed=self.opts.seed)
+        if self.size == 1:
+            return P
+        part = C.bcast_int(self.comm, None if P is None else P.part, 0, A.nrows)
+        return P if P is not None else Partition(part, parts, method="metis")
+
+    def _epoch_plan(self, epoch):
+        """(minibatches, bulks) of one epoch: ``bulks`` are lists of ids into minibatches.
+
+        ``split='global'``: the epoch's shuffle of all training vertices cut
+        into minibatches, bulks of ``bulk_size`` consecutive ones, each rank
+        sampling its share.  ``split='part'``: rank r trains on its
+        ``seeds_by_part`` share, taken in the order of the same shuffle and
+        cut into as many minibatches as every other rank's; minibatch ``s *
+        p + r`` is rank r's step s, placed in each bulk where the sampler
+        hands it to rank r.
+        """
+        from sampling import epoch_batches
+        from sampling.base import owned_batches
+        from sampling.batches import seeds_by_part
+        o = self.opts
+        train = self.store.splits["train"]
+        batches = epoch_batches(train, self.minibatch_size, seed=o.seed, epoch=epoch)
+        if o.split == "global" or self.partition is None:
+            return batches, self._bulks(len(batches))
+        p = self.size
+        order = np.concatenate(batches)  # the epoch's shuffle
+        shares = seeds_by_part(train, self.partition, p, o.replication)
+        steps = -(-max(a.size for a in shares) // self.minibatch_size)
+        if min(a.size for a in shares) < steps:
+            raise UsageError(f"--split part: {min(a.size for a in shares)} training vertices "
+                             f"on some rank cannot fill {steps} minibatches; lower "
+                             "--batch-size or use --split global")
+        per_rank = []
+        for share in shares:
+            mine = order[np.isin(order, share, assume_unique=True)]
+            per_rank.append(np.array_split(mine, steps))
+        batches = [per_rank[r][s] for s in range(steps) for r in range(p)]
+        per_bulk = max(1, self.bulk_size // p)
+        bulks = []
+        for first in range(0, steps, per_bulk):
+            mine = range(first, min(steps, first + per_bulk))
+            k = p * len(mine)
+            ids = [None] * k
+            for r in range(p):
+                pos = (owned_batches(k, self.sampler.D.layout, r, self.sampler._by_process_row)
+                       if self.sampler.D is not None else self._own(k, r))
+                for j, at in zip(mine, pos):
+                    ids[at] = j * p + r
+            bulks.append(ids)
+        return batches, bulks
+
+    def partition_report(self):
+        """Lines on the partition of a partitioned run: edge cut and per-part balance.
+
+        Empty without a partition.  The balance table has the vertices,
+        stored entries and training vertices of each part, and ``max/mean``.
+        """
+        P = self.partition
+        if P is None:
+            return []
+        A = self.dataset.A
+        cut = P.edge_cut(A)
+        lines = [f"partition {P.method}: {P.parts} parts, edge cut {cut} of {A.nnz} stored "
+                 f"entries ({100 * cut / max(A.nnz, 1):.1f} %), training split "
+                 f"{self.opts.split}"]
+        lines += P.balance(A, self.store.splits["train"]).table().splitlines()
+        return lines
+
     def _warm_cache(self):
         """Fill a 'frequency' feature cache from one pre-sampled epoch (Quiver's placement).
 
@@ -275,12 +371,10 @@ class Trainer:
         several minibatches of one bulk travels once, so that is what its
         bytes depend on.  ``warm_cache`` sums the counts over the ranks.
         """
-        from sampling import epoch_batches
         from spla.backend import to_host
         counts = np.zeros(self.store.num_nodes, np.int64)
-        batches = epoch_batches(self.store.splits["train"], self.minibatch_size,
-                                seed=self.opts.seed, epoch=_CACHE_STREAM)
-        for bulk in self._bulks(len(batches)):
+        batches, bulks = self._epoch_plan(_CACHE_STREAM)
+        for bulk in bulks:
             mbs = self._sample(batches, bulk, _CACHE_STREAM)
             if mbs:
                 ids = np.asarray(to_host(concatenate([mb.input_nodes for mb in mbs])))
@@ -455,11 +549,12 @@ class Trainer:
             st = self.store.cache_stats()
             mode += (f", feature cache {self.store.cache_fraction:g} by {o.cache_policy} "
                      f"({st.cached_rows} rows, {st.memory_bytes / 1e6:.2f} MB per rank)")
-        return (f"{self.dataset!r}\n"
+        text = (f"{self.dataset!r}\n"
                 f"{sampler}, {model}, batch "
                 f"{o.batch_size} ({self.minibatch_size} per rank), bulk {self.bulk_size}, "
                 f"{self.size} rank(s), {mode}, "
                 f"device {o.device}, threads: {self.threads} numba, {self.torch_threads} torch")
+        return "\n".join([text] + self.partition_report())
 
     def _bulks(self, n):
         k = self.bulk_size
@@ -622,20 +717,17 @@ class Trainer:
             return self._train_epoch(epoch)
 
     def _train_epoch(self, epoch):
-        from sampling import epoch_batches
         torch, o = self.torch, self.opts
         t = dict.fromkeys(PHASES, 0.0)
         loss_sum = seeds = edges = 0.0
         steps = 0
         cache_before = self.store.cache_stats()
         with C.counting() as moved:
-            batches = epoch_batches(self.store.splits["train"], self.minibatch_size,
-                                    seed=o.seed, epoch=epoch)
+            batches, bulks = self._epoch_plan(epoch)
             # Both steer every collective of the epoch (how many bulks are
             # sampled, how many steps each trains).
             C.check_same(self.comm, "Trainer.train_epoch",
                          "(number of minibatches, bulk size)", [len(batches), self.bulk_size])
-            bulks = self._bulks(len(batches))
             bar = self._progress_bar(sum(self._steps(len(b)) for b in bulks), epoch)
             try:
                 self.model.train()
