@@ -47,8 +47,6 @@ validation pass):
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -56,7 +54,7 @@ from datetime import datetime, timezone
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from machine import machine_info  # noqa: E402 - benchmarks/ is on sys.path
+from machine import machine_info, training_versions as versions  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -197,28 +195,6 @@ def run(args, comm):
                                      f"configurations ({name}, c = {c}, bulk {bulk}): {sums}")
                 results += group
     return datasets, results
-
-
-def versions():
-    import numba
-    import torch
-    import mpi4py
-    from mpi4py import MPI
-    v = {"python": platform.python_version(), "numpy": np.__version__,
-         "numba": numba.__version__, "torch": torch.__version__,
-         "mpi4py": mpi4py.__version__,
-         "MPI": " ".join(MPI.Get_library_version().splitlines()[0].split())}
-    try:
-        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True,
-                               text=True).stdout.strip()
-        if commit:
-            v["repo commit"] = commit + (" (+ uncommitted changes)" if dirty else "")
-    except OSError:
-        pass
-    return v
 
 
 def render(args, p, datasets, results, info, vers, load0, load1, wall, command):

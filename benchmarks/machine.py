@@ -6,6 +6,9 @@ benchmarks/<script>.py``, so this folder is on ``sys.path``).
 
 import os
 import platform
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _first_field(path, key, convert):
@@ -37,3 +40,31 @@ def machine_info():
         ram=_first_field("/proc/meminfo", "MemTotal",
                          lambda ln: f"{int(ln.split()[1]) / 2**20:.1f} GiB"),
         kernel=platform.release())
+
+
+def training_versions():
+    """Versions of what an MPI training benchmark runs on, and the repository commit.
+
+    Imports numpy, numba, torch and mpi4py (the training benchmarks need
+    them all).
+    """
+    import mpi4py
+    import numba
+    import numpy as np
+    import torch
+    from mpi4py import MPI
+    v = {"python": platform.python_version(), "numpy": np.__version__,
+         "numba": numba.__version__, "torch": torch.__version__,
+         "mpi4py": mpi4py.__version__,
+         "MPI": " ".join(MPI.Get_library_version().splitlines()[0].split())}
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True,
+                               text=True).stdout.strip()
+        if commit:
+            v["repo commit"] = commit + (" (+ uncommitted changes)" if dirty else "")
+    except OSError:
+        pass
+    return v
