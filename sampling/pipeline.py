@@ -200,12 +200,17 @@ class Prefetcher:
             C.record(op, nbytes)
         return item
 
-    def stop(self):
+    def stop(self, wait=True):
         """Stop the thread: it finishes the item it is producing, if any, then ends.
 
-        Joins the thread (unless called from it); idempotent.
+        Joins the thread (unless called from it, or ``wait=False``: for a
+        process about to end, whose thread may be blocked for good in a
+        collective that other ranks left); idempotent.
         """
-        self._finalizer()
+        if wait:
+            self._finalizer()
+        elif self._finalizer.detach() is not None:
+            _stop(self._state, self._thread, join=False)
 
     @property
     def alive(self):
@@ -222,10 +227,10 @@ class _State:
         self.slots = threading.Semaphore(ahead)
 
 
-def _stop(state, thread):
+def _stop(state, thread, join=True):
     state.stop.set()
     state.slots.release()  # wakes a producer waiting for a slot
-    if thread is not threading.current_thread():
+    if join and thread is not threading.current_thread():
         thread.join()
     # Produced items nobody will take: let them go now.
     while True:

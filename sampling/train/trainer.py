@@ -39,7 +39,13 @@ _MODEL_PROTOCOL = ("a torch.nn.Module called as model(x, minibatch), with x the 
 
 @dataclass
 class EpochStats:
-    """One row of the table (over all ranks: times are the slowest rank's)."""
+    """One row of the table (over all ranks: times are the slowest rank's).
+
+    With prefetch (``prefetch > 0``), ``times["sample"]`` and
+    ``times["fetch"]`` are seconds spent in the background thread, and
+    ``wait`` the seconds the training loop was blocked waiting for the
+    next bulk: the part of sample + fetch that training did not hide.
+    """
 
     epoch: int
     loss: float
@@ -50,6 +56,17 @@ class EpochStats:
     steps: int = 0
     cache_hits: int = 0
     cache_requests: int = 0
+    wait: float = 0.0
+    prefetch: int = 0
+
+    @property
+    def overlap(self):
+        """Fraction of the background sample + fetch seconds hidden behind training:
+        ``1 - wait / (sample + fetch)``, in [0, 1]; NaN without prefetch."""
+        busy = self.times.get("sample", 0.0) + self.times.get("fetch", 0.0)
+        if not self.prefetch or busy <= 0:
+            return float("nan")
+        return min(1.0, max(0.0, 1.0 - self.wait / busy))
 
     @property
     def cache_hit_rate(self):
@@ -64,7 +81,12 @@ class EpochStats:
 
     @property
     def total_time(self):
-        return sum(self.times.values())
+        """Seconds of the epoch on the training loop's path: the sum of the phases,
+        with the background sample + fetch replaced by the wait for them."""
+        total = sum(self.times.values())
+        if self.prefetch:
+            total += self.wait - self.times.get("sample", 0.0) - self.times.get("fetch", 0.0)
+        return total
 
 
 class Trainer:
@@ -483,25 +505,33 @@ class Trainer:
             return k
         return max(len(self._own(k, r)) for r in range(self.size))
 
-    def _sample(self, batches, bulk, stream):
-        """This rank's minibatches of one bulk (``bulk``: ids into ``batches``)."""
+    def _sample(self, batches, bulk, stream, sampler=None):
+        """This rank's minibatches of one bulk (``bulk``: ids into ``batches``).
+
+        ``sampler``: default the trainer's; the prefetch thread passes its twin.
+        """
+        sampler = self.sampler if sampler is None else sampler
         if self._split:
             bulk = [bulk[i] for i in self._own(len(bulk), self.rank)]
             if not bulk:
                 return []
-        return self.sampler.sample([batches[i] for i in bulk], seed=self.opts.seed,
-                                   epoch=stream, batch_ids=bulk)
+        return sampler.sample([batches[i] for i in bulk], seed=self.opts.seed,
+                              epoch=stream, batch_ids=bulk)
 
-    def _features(self, ids):
-        """Features of ``ids`` as a torch tensor on the device (collective when partitioned)."""
+    def _features(self, ids, store=None):
+        """Features of ``ids`` as a torch tensor on the device (collective when partitioned).
+
+        ``store``: default the trainer's; the prefetch thread passes its twin.
+        """
         torch = self.torch
+        store = self.store if store is None else store
         if self._x_all is not None:
             if isinstance(ids, np.ndarray):
                 idx = torch.from_numpy(np.ascontiguousarray(ids, np.int64))
             else:
                 idx = torch.from_dlpack(ids)
             return self._x_all[idx.to(self.device)]
-        return torch.from_numpy(self.store.fetch(ids)).to(self.device)
+        return torch.from_numpy(store.fetch(ids)).to(self.device)
 
     def _labels(self, ids):
         torch = self.torch
@@ -509,10 +539,10 @@ class Trainer:
                if isinstance(ids, np.ndarray) else torch.from_dlpack(ids))
         return self._y_all[idx.to(self.device)]
 
-    def _fetch_bulk(self, mbs):
+    def _fetch_bulk(self, mbs, store=None):
         """Features of every minibatch's input vertices, in one (collective) fetch."""
         ins = [mb.input_nodes for mb in mbs]
-        X = self._features(concatenate(ins))
+        X = self._features(concatenate(ins), store)
         return list(X.split([int(a.size) for a in ins]))
 
     @contextlib.contextmanager
@@ -615,6 +645,46 @@ class Trainer:
         return tqdm(total=total, desc=f"epoch {epoch + 1}", unit="minibatch",
                     file=sys.stderr, leave=False)
 
+    # -- prefetch -------------------------------------------------------------------
+    def _background(self):
+        """(sampler, store) for the prefetch thread, or None to run synchronously.
+
+        Made at the first prefetching epoch (``train_epoch`` is collective:
+        every rank gets here in the same order) and kept: under MPI, twins
+        on duplicated communicators (``Sampler.dup``, ``FeatureStore.dup``;
+        a local sampler or a replicated store is its own twin), so the
+        background collectives never mix with the gradient Allreduce on
+        ``self.comm`` (see ``sampling.pipeline``).  Below
+        MPI_THREAD_MULTIPLE: one ``PrefetchWarning``, then synchronous.
+        """
+        if not self.opts.prefetch:
+            return None
+        bg = getattr(self, "_bg", False)
+        if bg is False:
+            from sampling.pipeline import prefetch_allowed
+            bg = None
+            if prefetch_allowed(self.comm, "Trainer"):
+                bg = (self.sampler.dup(), self.store.dup())
+            self._bg = bg
+        return bg
+
+    def _prefetcher(self, batches, bulks, epoch):
+        """A Prefetcher sampling and fetching the epoch's bulks, or None (prefetch off)."""
+        bg = self._background()
+        if bg is None or not bulks:
+            return None
+        from sampling.pipeline import Prefetcher
+        sampler, store = bg
+
+        def make(i):
+            t0 = time.perf_counter()
+            mbs = self._sample(batches, bulks[i], epoch, sampler)
+            t1 = time.perf_counter()
+            xs = self._fetch_bulk(mbs, store)
+            return mbs, xs, t1 - t0, time.perf_counter() - t1
+
+        return Prefetcher(make, len(bulks), self.opts.prefetch, name="Trainer-prefetch")
+
     # -- training and evaluation --------------------------------------------------
     def train_epoch(self, epoch):
         """Collective: one epoch of bulk-sampled training; returns ``EpochStats``."""
@@ -625,7 +695,7 @@ class Trainer:
         from sampling import epoch_batches
         torch, o = self.torch, self.opts
         t = dict.fromkeys(PHASES, 0.0)
-        loss_sum = seeds = edges = 0.0
+        loss_sum = seeds = edges = wait = 0.0
         steps = 0
         cache_before = self.store.cache_stats()
         with C.counting() as moved:
@@ -637,17 +707,27 @@ class Trainer:
                          "(number of minibatches, bulk size)", [len(batches), self.bulk_size])
             bulks = self._bulks(len(batches))
             bar = self._progress_bar(sum(self._steps(len(b)) for b in bulks), epoch)
+            ahead = self._prefetcher(batches, bulks, epoch)
             try:
                 self.model.train()
                 for bi, bulk in enumerate(bulks):
-                    t0 = time.perf_counter()
-                    mbs = self._sample(batches, bulk, epoch)
-                    t1 = time.perf_counter()
-                    t["sample"] += t1 - t0
+                    if ahead is None:
+                        t0 = time.perf_counter()
+                        mbs = self._sample(batches, bulk, epoch)
+                        t1 = time.perf_counter()
+                        t["sample"] += t1 - t0
+                        xs = self._fetch_bulk(mbs)
+                        t["fetch"] += time.perf_counter() - t1
+                    else:
+                        # Sampled and fetched in the background while the
+                        # previous bulks trained; its bytes are handed back
+                        # into `moved` by get().
+                        item = ahead.get()
+                        mbs, xs, ts, tf = item.value
+                        t["sample"] += ts
+                        t["fetch"] += tf
+                        wait += item.waited
                     edges += sum(mb.num_sampled_edges for mb in mbs)
-                    xs = self._fetch_bulk(mbs)
-                    t2 = time.perf_counter()
-                    t["fetch"] += t2 - t1
                     for j in range(self._steps(len(bulk))):
                         t0 = time.perf_counter()
                         self.optimizer.zero_grad(set_to_none=True)
@@ -679,17 +759,28 @@ class Trainer:
                 t0 = time.perf_counter()
                 val = self.evaluate("val")
                 t["eval"] = time.perf_counter() - t0
+            except BaseException:
+                if ahead is not None:
+                    # Under MPI the other ranks' background threads may be
+                    # gone (an interrupt, an abort under way): this rank's
+                    # one could wait in a collective forever, so do not join
+                    # it; the job is ending (job.py aborts every rank).
+                    ahead.stop(wait=self.size == 1)
+                raise
             finally:
+                if ahead is not None:
+                    ahead.stop()
                 if bar is not None:
                     bar.close()
             nbytes = sum(moved.values())
         cache = self.store.cache_stats() - cache_before
         hits, asked = (cache.hits, cache.requested) if self.store.cache_fraction > 0 else (0, 0)
         tot = self._reduce([loss_sum, seeds, edges, nbytes, hits, asked])
-        tmax = self._reduce([t[k] for k in PHASES], "max")
+        tmax = self._reduce([t[k] for k in PHASES] + [wait], "max")
         stats = EpochStats(epoch + 1, tot[0] / max(tot[1], 1.0), val,
-                           dict(zip(PHASES, tmax.tolist())), int(tot[2]), int(tot[3]), steps,
-                           int(tot[4]), int(tot[5]))
+                           dict(zip(PHASES, tmax[:-1].tolist())), int(tot[2]), int(tot[3]),
+                           steps, int(tot[4]), int(tot[5]), wait=float(tmax[-1]),
+                           prefetch=0 if ahead is None else self.opts.prefetch)
         self.history.append(stats)
         return stats
 
@@ -743,12 +834,13 @@ class Trainer:
             epochs = self.opts.epochs if epochs is None else epochs
             start = len(self.history)
             cache = self.store.cache_fraction > 0
+            prefetch = self.opts.prefetch > 0
             if log and self.rank == 0:
-                log(header(cache=cache))
+                log(header(cache=cache, prefetch=prefetch))
             for e in range(start, start + epochs):
                 stats = self.train_epoch(e)
                 if log and self.rank == 0:
-                    log(format_row(stats, cache=cache))
+                    log(format_row(stats, cache=cache, prefetch=prefetch))
             return self.evaluate("test")
 
     def parameter_checksum(self):
