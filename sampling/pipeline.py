@@ -212,6 +212,12 @@ class Prefetcher:
         elif self._finalizer.detach() is not None:
             _stop(self._state, self._thread, join=False)
 
+    def join(self, timeout=None):
+        """Wait up to ``timeout`` seconds for the thread to end; whether it has."""
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
     @property
     def alive(self):
         """Whether the background thread is still running."""

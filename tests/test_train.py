@@ -344,3 +344,22 @@ def test_background_failure_ends_the_job(tmp_path, nproc):
         assert f"rank {nproc - 1} of {nproc} failed" in out, out[-3000:]
     assert "test accuracy" not in out
     assert seconds < 120, f"the job took {seconds:.0f} s"
+
+
+@pytest.mark.mpi
+@needs_mpiexec
+def test_error_on_every_rank_with_prefetch_ends_cleanly(tmp_path):
+    """An error every rank raises together (a non-finite loss) while the prefetch
+    threads may be at different bulks: the job ends with status 1, no crash at exit."""
+    script = tmp_path / "nan.py"
+    script.write_text(NAN_MODEL)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script), *PREFETCH_RUN,
+                           "--prefetch", "3", "--epochs", "3", "--graph", "partitioned"],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert out.count("FloatingPointError: Trainer.train_epoch: the training loss must be "
+                     "finite") == 1, out[-3000:]
+    assert "Segmentation fault" not in out and "signal 11" not in out, out[-3000:]

@@ -33,6 +33,9 @@ _EVAL_STREAM = {"val": 1 << 40, "test": (1 << 40) + 1}  # fixed epochs of the ev
 # its own stream, so it is none of the training epochs (nor the eval draws).
 _CACHE_STREAM = (1 << 40) + 3
 
+# Seconds an interrupted epoch waits for its prefetch thread under MPI.
+_PREFETCH_GRACE_S = 5.0
+
 _MODEL_PROTOCOL = ("a torch.nn.Module called as model(x, minibatch), with x the features "
                    "of minibatch.input_nodes, that returns the logits of minibatch.seeds")
 
@@ -759,13 +762,18 @@ class Trainer:
                 t0 = time.perf_counter()
                 val = self.evaluate("val")
                 t["eval"] = time.perf_counter() - t0
-            except BaseException:
-                if ahead is not None:
-                    # Under MPI the other ranks' background threads may be
-                    # gone (an interrupt, an abort under way): this rank's
-                    # one could wait in a collective forever, so do not join
-                    # it; the job is ending (job.py aborts every rank).
-                    ahead.stop(wait=self.size == 1)
+            except BaseException as exc:
+                if ahead is not None and self.size > 1:
+                    # The ranks' background threads need not be at the same
+                    # bulk when the epoch stops (each runs up to `prefetch`
+                    # bulks ahead of its own loop): this rank's may wait in
+                    # a collective that the others never join.  Give it a
+                    # moment; if it is stuck, say so on the exception, and
+                    # the main job aborts every rank (MPI cannot finalize
+                    # under a thread blocked in a collective).
+                    ahead.stop(wait=False)
+                    if not ahead.join(_PREFETCH_GRACE_S):
+                        _mark_prefetch_stuck(exc)
                 raise
             finally:
                 if ahead is not None:
@@ -848,6 +856,14 @@ class Trainer:
         flat = self.torch.cat([p.detach().reshape(-1).double().cpu() for p in self.params])
         w = self.torch.arange(flat.numel(), dtype=self.torch.float64) % 97 + 1
         return float(flat.abs().sum()), float((flat * w).sum())
+
+
+def _mark_prefetch_stuck(exc):
+    """Flag ``exc``: this rank's prefetch thread is blocked in a collective (see job.py)."""
+    try:
+        exc.prefetch_stuck = True
+    except Exception:  # noqa: BLE001 - an exception type that refuses attributes
+        pass
 
 
 def _wants_progress(progress):
