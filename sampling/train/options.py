@@ -63,7 +63,7 @@ class TrainOptions:
     progress: Optional[bool] = None  # None: only when stderr is a terminal
     feature_cache: float = 0.0
     cache_policy: str = "degree"
-    prefetch: int = 1
+    prefetch: int = 0
 
     @property
     def sizes(self):
