@@ -67,7 +67,7 @@ def row_scale(max_weight):
     return 1.0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def row_max(lo, hi, values, has_values):
     m = 0.0
     for j in range(lo, hi):
@@ -83,7 +83,7 @@ def rejection_budget(cnt):
     return 4 * cnt + 16
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
                    positives, key, replace):
     """Write ``cnt`` picked entry positions of row ``[lo, hi)`` to ``out[o:]``.

@@ -77,8 +77,11 @@ class ParallelKernel:
         self.py_func = fn
         self.work = work
         self.threshold = threshold
-        self.parallel = numba.njit(parallel=True, cache=cache)(fn)
-        self.serial = numba.njit(parallel=False, cache=cache)(_renamed(fn, "__serial"))
+        # nogil: a kernel sampling in a background thread (a prefetching
+        # loader) must not stall the training loop's Python meanwhile.
+        self.parallel = numba.njit(parallel=True, cache=cache, nogil=True)(fn)
+        self.serial = numba.njit(parallel=False, cache=cache,
+                                 nogil=True)(_renamed(fn, "__serial"))
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__

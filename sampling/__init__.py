@@ -14,8 +14,9 @@ from sampling.graphsage import GraphSAGE, GraphSAGEConfig
 from sampling.layerwise import FastGCN, LADIES, LayerWiseConfig
 from sampling.loader import NodeLoader
 from sampling.minibatch import Block, MiniBatch
+from sampling.pipeline import PrefetchWarning
 
 __all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
            "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",
            "BulkPlanner", "gather_minibatches", "FeatureStore", "NodeLoader", "ALL_NEIGHBORS",
-           "stream_of", "DirectedGraphWarning"]
+           "stream_of", "DirectedGraphWarning", "PrefetchWarning"]

@@ -10,11 +10,8 @@ every rank.
 """
 
 import dataclasses
-import math
-import queue
 import sys
 import threading
-import weakref
 
 import numpy as np
 
@@ -29,6 +26,7 @@ from sampling.base import Sampler, owned_batches
 from sampling.batches import BulkPlanner, epoch_batches
 from sampling.features import FeatureStore
 from sampling.minibatch import _require_torch
+from sampling.pipeline import Prefetcher, prefetch_allowed
 from sampling.validation import check_labels, host_array
 
 #: Minibatches sampled per pass on each rank when neither ``bulk`` nor
@@ -89,8 +87,8 @@ class NodeLoader:
         bulk is ``DEFAULT_BULK`` (16) minibatches.
     prefetch : int, default 0
         Sample (and fetch the features of) up to this many bulks ahead of
-        the training loop, in a background thread.  Only for a local
-        sampler and local features (see Raises).
+        the training loop, in a background thread (see Notes, Threads and
+        MPI).
     device : str or torch.device, default "cpu"
         Where ``mb.x`` and ``mb.y`` go ("cpu", "cuda", "cuda:1", ...).  The
         blocks stay where the sampler's graph is (on the GPU for a graph
@@ -107,11 +105,8 @@ class NodeLoader:
         A bad argument, named in the message: seeds not distinct, out of
         range, empty or a mask of the wrong length; features or labels of
         the wrong shape or dtype; ``bulk`` together with ``memory_budget``;
-        a budget too small for one minibatch; ``prefetch > 0`` with a
-        distributed sampler or a partitioned FeatureStore (their sampling
-        and fetches are MPI collectives, which must not run in a background
-        thread beside the training loop's own collectives); under MPI,
-        too few seeds for one minibatch per rank.
+        a budget too small for one minibatch; under MPI, too few seeds for
+        one minibatch per rank.
     LayoutError
         Under MPI, ranks that disagree on the arguments.
     MissingDependency
@@ -151,6 +146,19 @@ class NodeLoader:
     seeds are skipped that epoch).  Step ``s`` of rank ``r`` is minibatch
     ``s * p + r`` of the epoch, whatever the bulk size.  ``bulk`` is per
     rank: every ``sampler.sample`` call gets ``p * bulk`` minibatches.
+    With ``prefetch`` the background thread samples and fetches on
+    duplicated communicators (``sampler.dup()``, ``features.dup()``, made
+    collectively when the loader is built), so its collectives never mix
+    with the training loop's (``sampling.pipeline`` explains why this is
+    safe under ``MPI_THREAD_MULTIPLE``, which the ``mpich`` wheel provides;
+    at a lower thread level the loader warns once with
+    ``sampling.PrefetchWarning`` and samples synchronously).  The
+    minibatches are the same as without prefetch.  Iterate a distributed
+    loader from one thread at a time.  An error in one rank's background
+    thread is raised on that rank alone (at its next ``next()``) while
+    the others may wait in a collective: run the loop inside
+    ``spla.comm.abort_on_error`` (or ``python -m mpi4py``) so that the
+    job ends instead of hanging.
 
     **Threads.**  Several threads may iterate one loader at once (each
     ``iter`` is independent; the epoch counter is advanced under a lock);
@@ -159,7 +167,9 @@ class NodeLoader:
     closed (``it.close()``) or garbage-collected (breaking out of the loop,
     or an exception in it); an exception raised while sampling in the
     background is raised again, as is, by the ``next()`` that would have
-    returned that bulk's first minibatch.
+    returned that bulk's first minibatch.  The bytes the background thread
+    moves for a bulk are recorded in the consuming thread's
+    ``spla.comm.counting`` blocks when the bulk is taken.
 
     Examples
     --------
@@ -212,12 +222,6 @@ class NodeLoader:
             self.drop_last = bool(drop_last)
             self.seed = as_u64(func, "seed", seed)
             self.prefetch = as_int(func, "prefetch", prefetch, minimum=0)
-            if self.prefetch and (D is not None or partitioned):
-                fail(InvalidValue, func, "prefetch",
-                     "0 with a distributed sampler or a partitioned FeatureStore (their "
-                     "sampling and fetches are MPI collectives, which must not run in a "
-                     "background thread beside the training loop's own collectives)",
-                     self.prefetch)
             self._p = 1 if D is None else comm.Get_size()
             self._num_batches = _count_batches(func, N, self.batch_size, self._p,
                                                self.drop_last)
@@ -244,6 +248,17 @@ class NodeLoader:
                 # Each rank's estimate reads its own block of the graph.
                 per_rank = C.agree_min(comm, per_rank)
         self.bulk = per_rank
+        # What the background thread samples and fetches with: under MPI,
+        # twins on duplicated communicators (see sampling.pipeline), made here
+        # because construction is collective and happens once, in the same
+        # order on every rank (iter() may be called from several threads).
+        self._bg = None
+        if self.prefetch and prefetch_allowed(comm, func):
+            if comm is None:
+                self._bg = (sampler, self._features)
+            else:
+                store = self._features if self._feature_kind == "store" else None
+                self._bg = (sampler.dup(), self._features if store is None else store.dup())
 
     # -- construction helpers ---------------------------------------------------
     def _bulk_option(self, func, bulk, memory_budget, largest):
@@ -359,11 +374,15 @@ class NodeLoader:
             out.append(ids)
         return out
 
-    def _sample_bulk(self, epoch, batches, ids):
-        """Sample one bulk and attach its features and labels: this rank's minibatches."""
-        mbs = self.sampler.sample([batches[i] for i in ids], seed=self.seed, epoch=epoch,
-                                  batch_ids=ids)
-        xs = self._gather_x([mb.input_nodes for mb in mbs])
+    def _sample_bulk(self, epoch, batches, ids, sampler, features):
+        """Sample one bulk and attach its features and labels: this rank's minibatches.
+
+        ``sampler`` and ``features`` are the loader's, or their twins on
+        duplicated communicators in the background thread.
+        """
+        mbs = sampler.sample([batches[i] for i in ids], seed=self.seed, epoch=epoch,
+                             batch_ids=ids)
+        xs = self._gather_x([mb.input_nodes for mb in mbs], features)
         ys = self._gather_y([mb.seeds for mb in mbs])
         return [dataclasses.replace(mb, x=None if xs is None else xs[j],
                                     y=None if ys is None else ys[j],
@@ -371,14 +390,13 @@ class NodeLoader:
                 for j, mb in enumerate(mbs)]
 
     # -- features and labels ------------------------------------------------------
-    def _gather_x(self, parts):
-        """The feature rows of each array of ``parts``, from one gather per bulk."""
+    def _gather_x(self, parts, F):
+        """The feature rows of each array of ``parts``, from one gather per bulk of ``F``."""
         kind = self._feature_kind
         if kind is None:
             return None
         torch = self._torch
         ids = backend.concatenate(parts)
-        F = self._features
         if kind == "store":
             # Collective when partitioned: called once per bulk on every rank.
             X = torch.from_numpy(F.fetch(ids)).to(self.device)
@@ -404,30 +422,35 @@ class _EpochIterator:
     """The minibatches of one epoch (one consumer thread).
 
     ``epoch`` is the epoch it samples.  With ``prefetch`` it owns a
-    background thread, stopped by ``close()``, at the end of the epoch, on
-    an error, or when the iterator is garbage-collected.
+    ``sampling.pipeline.Prefetcher`` (a background thread), stopped by
+    ``close()``, at the end of the epoch, on an error, or when the iterator
+    is garbage-collected.
     """
 
     def __init__(self, loader, epoch):
         self.epoch = epoch
         batches = loader._batches(epoch)
         bulks = loader._bulks()
-
-        def make(i):
-            return loader._sample_bulk(epoch, batches, bulks[i])
-
-        self._make = make
         self._count = len(bulks)
         self._next_bulk = 0
         self._pending = []
         self._done = False
         self._worker = None
-        if loader.prefetch and bulks:
-            self._worker = _Prefetcher(make, len(bulks), loader.prefetch)
-            # By a finalizer that holds the worker, not the iterator: the
-            # thread never refers to the iterator, so dropping the iterator
-            # (a break, an exception in the loop) collects it and stops the thread.
-            self._finalizer = weakref.finalize(self, self._worker.stop)
+        if loader._bg is not None and bulks:
+            sampler, features = loader._bg
+
+            def make(i):
+                return loader._sample_bulk(epoch, batches, bulks[i], sampler, features)
+
+            # The prefetcher stops itself when this iterator drops it: its
+            # thread never refers to the iterator.
+            self._worker = Prefetcher(make, len(bulks), loader.prefetch,
+                                      name="NodeLoader-prefetch")
+        else:
+            def make(i):
+                return loader._sample_bulk(epoch, batches, bulks[i], loader.sampler,
+                                           loader._features)
+        self._make = make
 
     def __iter__(self):
         return self
@@ -441,7 +464,7 @@ class _EpochIterator:
                 if self._worker is None:
                     bulk = self._make(self._next_bulk)
                 else:
-                    bulk = self._worker.get()
+                    bulk = self._worker.get().value
             except BaseException:
                 self.close()
                 raise
@@ -454,81 +477,7 @@ class _EpochIterator:
         self._done = True
         self._pending = []
         if self._worker is not None:
-            self._finalizer()
-
-
-class _Prefetcher:
-    """Samples bulks 0..count-1 in a daemon thread, at most ``ahead`` bulks ahead.
-
-    A bulk takes a slot before it is sampled and gives it back when the
-    consumer takes it, so at most ``ahead`` sampled bulks wait at any time.
-    """
-
-    def __init__(self, make, count, ahead):
-        self._queue = queue.Queue()
-        self._stop = threading.Event()
-        self._slots = threading.Semaphore(ahead)
-        self._thread = threading.Thread(target=_produce,
-                                        args=(make, count, self._queue, self._stop, self._slots,
-                                              _numba_threads()),
-                                        name="NodeLoader-prefetch", daemon=True)
-        self._thread.start()
-
-    def get(self):
-        """The next bulk (a list of MiniBatch); the producer's exception, raised as is."""
-        while True:
-            try:
-                kind, value = self._queue.get(timeout=0.5)
-                break
-            except queue.Empty:
-                if not self._thread.is_alive() and self._queue.empty():
-                    raise RuntimeError("NodeLoader: the prefetch thread ended without a "
-                                       "result") from None
-        if kind == "error":
-            raise value
-        self._slots.release()
-        return value
-
-    def stop(self):
-        """Stop the thread: it finishes the bulk it is sampling, if any, then ends."""
-        self._stop.set()
-        self._slots.release()  # wakes a producer waiting for a slot
-        if self._thread is not threading.current_thread():
-            self._thread.join()
-        # Sampled bulks nobody will take: let them go now.
-        while True:
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
-
-
-def _numba_threads():
-    try:
-        import numba
-        return numba.get_num_threads()
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return None
-
-
-def _produce(make, count, q, stop, slots, threads):
-    try:
-        if threads is not None:
-            # numba's thread count is per Python thread: sample with the
-            # count of the thread that started the epoch (a trainer sets it),
-            # not numba's default of every core.
-            import numba
-            numba.set_num_threads(threads)
-        for i in range(count):
-            slots.acquire()
-            if stop.is_set():
-                return
-            q.put(("ok", make(i)))
-            # The consumer may have stopped while this bulk was sampled.
-            if stop.is_set():
-                return
-    except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-        q.put(("error", exc))
+            self._worker.stop()
 
 
 # -- argument checks ----------------------------------------------------------------

@@ -344,3 +344,36 @@ def test_phase_plot_names_the_cache_hit_rate(tmp_path, monkeypatch):
     plot_phases([EpochStats(1, 1.0, 0.5, times)], tmp_path / "b.png", title="run")
     assert titles == ["run\nfeature cache hit rate 37.5 %", "run"]
     assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_prefetch_option_and_columns(tmp_path, monkeypatch):
+    from sampling.train import TrainOptions, build_parser, options_from_args
+    from sampling.train.options import UsageError, check_options
+    from sampling.train.report import format_row, header
+    from sampling.train.trainer import EpochStats
+    assert options_from_args(build_parser().parse_args([])).prefetch == 0
+    assert options_from_args(build_parser().parse_args(["--prefetch", "3"])).prefetch == 3
+    assert "--prefetch K" in build_parser().format_help()
+    for bad in (-1, 1.5, True):
+        with pytest.raises(UsageError, match="--prefetch must be a number of bulks >= 0"):
+            check_options(TrainOptions(prefetch=bad))
+    times = dict(zip(["sample", "fetch", "fwd/bwd", "allreduce", "eval"],
+                     [0.3, 0.1, 1.0, 0.1, 0.2]))
+    s = EpochStats(1, 1.0, 0.5, times, wait=0.1, prefetch=2)
+    assert s.overlap == pytest.approx(0.75)
+    assert s.total_time == pytest.approx(0.1 + 1.0 + 0.1 + 0.2)
+    assert EpochStats(1, 1.0, 0.5, times).total_time == pytest.approx(1.7)
+    head, row = header(prefetch=True), format_row(s, prefetch=True)
+    assert len(head) == len(row) and "  wait s  overlap  fwd/bwd s" in head
+    assert "0.100     75 %" in row
+    assert format_row(s) == format_row(EpochStats(1, 1.0, 0.5, times))   # columns off: as before
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+    from sampling.train.report import plot_phases
+    titles = []
+    real = matplotlib.axes.Axes.set_title
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
+                        lambda self, t, **kw: titles.append(t) or real(self, t, **kw))
+    plot_phases([s, EpochStats(2, 1.0, 0.5, times, wait=0.3, prefetch=2)],
+                tmp_path / "p.png", title="run")
+    assert titles == ["run\nprefetch: 50 % of sample + fetch hidden behind training"]

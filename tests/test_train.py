@@ -7,9 +7,11 @@ machine from oversubscribing its cores.
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -214,3 +216,150 @@ def test_console_script_target_is_the_main_job():
     import importlib
     import sampling.train
     assert getattr(importlib.import_module(module), func) is sampling.train.main
+
+
+# -- --prefetch: the same training, sampled ahead in a background thread ------------------
+
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install mpich)")
+PREFETCH_RUN = ["--dataset", "rmat:10", "--bulk", "2", "--batch-size", "32", "--threads", "1"]
+
+
+def test_prefetch_changes_nothing_but_the_timing():
+    """Same seed: the same minibatches (losses, sampled edges, bytes) and
+    bit-identical parameters with and without prefetch."""
+    from sampling.train import TrainOptions, Trainer
+    got = {}
+    for prefetch in (0, 1, 3):
+        opts = TrainOptions(dataset="rmat:10", bulk=2, batch_size=32, threads=1, epochs=2,
+                            prefetch=prefetch)
+        trainer = Trainer(opts)
+        stats = [trainer.train_epoch(e) for e in range(2)]
+        got[prefetch] = ([(s.loss, s.val_acc, s.sampled_edges, s.bytes_moved, s.steps)
+                          for s in stats], trainer.parameter_checksum())
+        if prefetch:
+            assert all(s.prefetch == prefetch and s.wait >= 0 for s in stats)
+            assert all(0 <= s.overlap <= 1 for s in stats)
+            # the epoch's path: the wait replaces the background sample + fetch
+            s = stats[0]
+            assert s.total_time == pytest.approx(
+                s.wait + sum(s.times[k] for k in ("fwd/bwd", "allreduce", "eval")))
+    assert got[0] == got[1] == got[3]
+    assert not [t for t in threading.enumerate() if t.name == "Trainer-prefetch"]
+
+
+def test_prefetch_table_columns():
+    proc = train(*PREFETCH_RUN, "--epochs", "2", "--prefetch", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("epoch"))
+    assert "  wait s  overlap  fwd/bwd s" in lines[head]
+    for row in lines[head + 1:head + 3]:
+        assert re.search(r"\s\d+ %\s", row), row
+    off = train(*PREFETCH_RUN, "--epochs", "2", "--prefetch", "0")
+    assert off.returncode == 0, off.stderr[-3000:]
+    assert "wait s" not in off.stdout and "overlap" not in off.stdout
+    assert accuracy(off) == accuracy(proc)
+
+
+def _interrupt(cmd, timeout=60):
+    """Run cmd, SIGINT it once the first epoch's row is printed; (rc, stdout, stderr, s)."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if re.match(r"^\s+1\s", line):           # epoch 1 done: epoch 2 is prefetching
+                break
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, "".join(seen) + out, err, time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+
+
+@pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=[pytest.mark.mpi, needs_mpiexec])])
+def test_ctrl_c_with_prefetch_running(nproc):
+    """SIGINT while the background thread samples: status 130 within seconds, one
+    line on stderr, no traceback from any thread, on every rank."""
+    args = [sys.executable, "-m", "sampling.train", *PREFETCH_RUN, "--prefetch", "2",
+            "--epochs", "100000"]
+    if nproc > 1:
+        args = [MPIEXEC, "-n", str(nproc)] + args + ["--graph", "partitioned"]
+    rc, out, err, seconds = _interrupt(args)
+    assert rc == 130, (rc, out[-2000:], err[-3000:])
+    assert seconds < 30, f"{seconds:.0f} s to stop"
+    assert "Traceback" not in out + err and "Exception in thread" not in out + err, err
+    assert err.count("interrupted: training stopped (Ctrl-C)") == 1, err
+    assert "test accuracy" not in out
+
+
+BACKGROUND_FAILURE = """
+import sys
+import threading
+
+import sampling.train as T
+from spla import comm as C
+
+original = T.Trainer._sample
+
+
+def _sample(self, batches, bulk, stream, sampler=None):
+    rank = 0 if self.comm is None else self.comm.Get_rank()
+    if (stream == 1 and rank == self.size - 1 and
+            threading.current_thread().name == "Trainer-prefetch"):
+        raise RuntimeError(f"deliberate background failure on rank {rank}")
+    return original(self, batches, bulk, stream, sampler)
+
+
+T.Trainer._sample = _sample
+sys.exit(T.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=[pytest.mark.mpi, needs_mpiexec])])
+def test_background_failure_ends_the_job(tmp_path, nproc):
+    """An unexpected exception in the last rank's prefetch thread, while the other
+    ranks' threads wait for it in a collective, ends the job on every rank."""
+    script = tmp_path / "fail.py"
+    script.write_text(BACKGROUND_FAILURE)
+    args = [sys.executable, str(script), *PREFETCH_RUN, "--prefetch", "2", "--epochs", "3"]
+    if nproc > 1:
+        args = [MPIEXEC, "-n", str(nproc)] + args + ["--graph", "partitioned"]
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.monotonic()
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env,
+                          timeout=240)
+    seconds = time.monotonic() - t0
+    out = proc.stdout + proc.stderr
+    assert proc.returncode not in (0, None), out[-3000:]
+    assert f"RuntimeError: deliberate background failure on rank {nproc - 1}" in out, out[-3000:]
+    if nproc > 1:
+        assert f"rank {nproc - 1} of {nproc} failed" in out, out[-3000:]
+    assert "test accuracy" not in out
+    assert seconds < 120, f"the job took {seconds:.0f} s"
+
+
+@pytest.mark.mpi
+@needs_mpiexec
+def test_error_on_every_rank_with_prefetch_ends_cleanly(tmp_path):
+    """An error every rank raises together (a non-finite loss) while the prefetch
+    threads may be at different bulks: the job ends with status 1, no crash at exit."""
+    script = tmp_path / "nan.py"
+    script.write_text(NAN_MODEL)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script), *PREFETCH_RUN,
+                           "--prefetch", "3", "--epochs", "3", "--graph", "partitioned"],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert out.count("FloatingPointError: Trainer.train_epoch: the training loss must be "
+                     "finite") == 1, out[-3000:]
+    assert "Segmentation fault" not in out and "signal 11" not in out, out[-3000:]

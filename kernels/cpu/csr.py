@@ -13,7 +13,7 @@ from numba import prange
 from kernels.parallel import parallel_kernel
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
     """Returns (indptr, indices, values, first duplicate position or -1)."""
     nnz = rows.size

@@ -53,7 +53,7 @@ def gather_rows(ptr, idx, val, hv, rows):
     return out_ptr, out_idx, out_val
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def column_map(cols, ncols):
     """Dense CSR map from input column to the output positions that select it."""
     map_ptr = np.zeros(ncols + 1, np.int64)
@@ -70,7 +70,7 @@ def column_map(cols, ncols):
     return map_ptr, map_pos
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def hashed_column_map(cols):
     """The column map over the distinct selected columns only.
 

@@ -50,7 +50,7 @@ def perm_keys(seed, scale):
     return keys
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _perm_key(seed, scale, t):
     k = mix64(row_key(seed, STREAM_PERM + scale, t))
     if t % 2 == 1:
@@ -104,7 +104,7 @@ def _edge(seed, e, scale, a, ab, abc, mask, shift, keys):
             np.int64(permute_vertex(v, mask, shift, keys)))
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _count(seed, n_edges, scale, a, ab, abc, keys, symmetric, self_loops,
            start, stop, row_shift, n_buckets, n_chunks):
     mask = (_ONE << np.uint64(scale)) - _ONE
@@ -125,7 +125,7 @@ def _count(seed, n_edges, scale, a, ab, abc, keys, symmetric, self_loops,
     return counts
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _scatter(seed, n_edges, scale, a, ab, abc, keys, symmetric, self_loops,
              start, stop, row_shift, offsets, out):
     n_chunks = offsets.shape[0]
@@ -154,7 +154,7 @@ def _scatter(seed, n_edges, scale, a, ab, abc, keys, symmetric, self_loops,
                 fill[b] += 1
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _sort_dedup(keys_arr, bucket_ptr, scale, row_shift, nrows):
     """Sort and deduplicate each bucket in place; entries per row."""
     n_buckets = bucket_ptr.size - 1
@@ -180,7 +180,7 @@ def _sort_dedup(keys_arr, bucket_ptr, scale, row_shift, nrows):
     return row_counts, uniq
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _fill(keys_arr, bucket_ptr, uniq, indptr, scale, row_shift, start,
           weighted, seed, idx_template, w_template):
     n_buckets = bucket_ptr.size - 1
@@ -244,7 +244,7 @@ def rmat_csr(seed, scale, n_edges, a, b, c, symmetric, self_loops, start,
     return indptr, indices, (values if weighted else None)
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def random_csr(seed, row_start, nrows, ncols, k, has_values, idx_template,
                val_template):
     """Rows ``[row_start, row_start + nrows)`` of a matrix with exactly ``k``

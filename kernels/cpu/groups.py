@@ -60,7 +60,7 @@ def _sort_row(cols, perm, lo, hi):
         perm[lo:hi] = perm[lo:hi][order]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _group_bounds(n_groups, parts):
     parts = max(1, min(n_groups, parts))
     b = np.empty(parts + 1, np.int64)

@@ -44,7 +44,7 @@ def _slots(k, positives, replace):
     return np.int64(positives)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _exclusive_scan_into(counts):
     """counts[0] must be 0 and counts[1:] the per-row sizes; scan in place."""
     for i in range(1, counts.size):

@@ -37,7 +37,7 @@ def _parts():
     return 4 * numba.get_num_threads()
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _chunks(n, parts):
     parts = max(1, min(n, parts))
     bounds = np.empty(parts + 1, np.int64)

@@ -244,6 +244,10 @@ def build_parser():
                    help="--feature-cache only: which vertices are hottest: degree (highest "
                         "degree first) or frequency (most often fetched in one pre-sampled "
                         "epoch)" + default(d.cache_policy))
+    p.add_argument("--prefetch", type=_nonneg_int, metavar="K",
+                   help="sample and fetch up to K bulks ahead in a background thread while "
+                        "the current bulk trains (0: one after the other; the same "
+                        "minibatches and model either way)" + default(d.prefetch))
     p.add_argument("--device", choices=DEVICES,
                    help="where the model runs (cuda also samples on the GPU when running "
                         "on one process)" + default(d.device))

@@ -75,11 +75,39 @@ def main(argv=None):
         return _train(opts, comm)
 
 
+@contextlib.contextmanager
+def _abort_if_prefetch_stuck(comm):
+    """End every rank when an error leaves this rank's prefetch thread in a collective.
+
+    The trainer flags the exception (``prefetch_stuck``) when its
+    background thread did not end after the epoch stopped: it waits in a
+    collective the other ranks will not join, and MPI cannot finalize
+    under it, so even an error every rank raised together (exit status 2)
+    must end the job by ``Abort``.  ``KeyboardInterrupt`` is left to
+    ``_train``, which aborts with status 130 under MPI anyway.
+    """
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - inspected, then re-raised or aborted
+        if (comm is None or comm.Get_size() == 1 or isinstance(exc, KeyboardInterrupt)
+                or not getattr(exc, "prefetch_stuck", False)):
+            raise
+        import traceback
+        if getattr(exc, "collective_origin", comm.Get_rank()) == comm.Get_rank():
+            sys.stderr.write(f"sampling.train: rank {comm.Get_rank()} of {comm.Get_size()} "
+                             "failed:\n" + "".join(traceback.format_exception(
+                                 type(exc), exc, exc.__traceback__)))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        comm.Abort(130 if isinstance(exc, KeyboardInterrupt) else 1)
+
+
 def _train(opts, comm):
     rank = 0 if comm is None else comm.Get_rank()
     size = 1 if comm is None else comm.Get_size()
     try:
-        run(opts, comm)
+        with _abort_if_prefetch_stuck(comm):
+            run(opts, comm)
         return 0
     except KeyboardInterrupt:
         if rank == 0:

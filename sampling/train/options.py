@@ -36,7 +36,9 @@ class TrainOptions:
     first, so a METIS partition keeps its neighbourhoods local).
     ``feature_cache`` (a fraction of the vertices, ``graph='partitioned'``
     only) and ``cache_policy`` ('degree' or 'frequency') set the feature
-    store's hot-feature cache (``sampling.features.FeatureStore``).  A ``Trainer``
+    store's hot-feature cache (``sampling.features.FeatureStore``).
+    ``prefetch`` bulks are sampled and fetched ahead, in a background
+    thread, while the current one trains (0: synchronously).  A ``Trainer``
     given a sampler instance ignores ``sampler``, ``fanouts`` and
     ``layer_sizes``; given a model, it ignores ``hidden`` and ``dropout``.
 
@@ -72,6 +74,7 @@ class TrainOptions:
     progress: Optional[bool] = None  # None: only when stderr is a terminal
     feature_cache: float = 0.0
     cache_policy: str = "degree"
+    prefetch: int = 0
 
     @property
     def sizes(self):
@@ -140,6 +143,10 @@ def check_options(opts, *, sizes=True):
         raise UsageError("--feature-cache applies to --graph partitioned (replicated "
                          "features are all local already); drop it or add --graph "
                          "partitioned")
+    pf = opts.prefetch
+    if isinstance(pf, bool) or not isinstance(pf, numbers.Integral) or pf < 0:
+        raise UsageError(f"--prefetch must be a number of bulks >= 0 (0: no background "
+                         f"thread); got {pf!r}")
     if opts.root is not None and not is_ogb_name(opts.dataset):
         raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
                          f"downloaded); {opts.dataset!r} is not one: drop --root")

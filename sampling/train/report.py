@@ -8,27 +8,57 @@ from sampling.train.options import PHASES
 
 _COLS = [("epoch", 5), ("loss", 7), ("val acc", 7), ("sample s", 8), ("fetch s", 7),
          ("fwd/bwd s", 9), ("allreduce s", 11), ("eval s", 7), ("SEPS", 9), ("MB moved", 8)]
+# Only with prefetch (after "fetch s"): the training loop's seconds blocked
+# waiting for the next bulk, and the share of sample + fetch hidden behind
+# training (sample s and fetch s are then background seconds).
+_PREFETCH_COLS = [("wait s", 7), ("overlap", 7)]
 _CACHE_COL = ("cache hit", 9)  # only with a feature cache (--feature-cache)
+_AFTER_FETCH = 5
 
 
-def header(cache=False):
-    """The table's header line (``cache``: with the feature cache's hit-rate column)."""
-    cols = _COLS + [_CACHE_COL] if cache else _COLS
-    return "  ".join(name.rjust(w) for name, w in cols)
+def _columns(cache, prefetch):
+    cols = list(_COLS)
+    if prefetch:
+        cols[_AFTER_FETCH:_AFTER_FETCH] = _PREFETCH_COLS
+    if cache:
+        cols.append(_CACHE_COL)
+    return cols
 
 
-def format_row(s, cache=False):
-    """One table row for ``EpochStats`` s (``cache`` as for ``header``)."""
+def header(cache=False, prefetch=False):
+    """The table's header line.
+
+    ``cache``: with the feature cache's hit-rate column; ``prefetch``: with
+    the ``wait s`` and ``overlap`` columns (after ``fetch s``).
+
+    Examples
+    --------
+    >>> header(prefetch=True).split()[:8]
+    ['epoch', 'loss', 'val', 'acc', 'sample', 's', 'fetch', 's']
+    >>> "wait s" in header(prefetch=True), "wait s" in header()
+    (True, False)
+    """
+    return "  ".join(name.rjust(w) for name, w in _columns(cache, prefetch))
+
+
+def format_row(s, cache=False, prefetch=False):
+    """One table row for ``EpochStats`` s (``cache`` and ``prefetch`` as for ``header``).
+
+    ``overlap`` is ``1 - wait / (sample + fetch)``, '-' for an epoch that
+    ran without prefetch.
+    """
     t = s.times
     vals = [f"{s.epoch:d}", f"{s.loss:.4f}", f"{s.val_acc:.4f}", f"{t['sample']:.3f}",
             f"{t['fetch']:.3f}", f"{t['fwd/bwd']:.3f}", f"{t['allreduce']:.3f}",
             f"{t['eval']:.3f}", _si(s.seps), f"{s.bytes_moved / 1e6:.2f}"]
-    cols = _COLS
+    if prefetch:
+        ov = s.overlap
+        vals[_AFTER_FETCH:_AFTER_FETCH] = [f"{s.wait:.3f}",
+                                           f"{100 * ov:.0f} %" if math.isfinite(ov) else "-"]
     if cache:
         rate = s.cache_hit_rate
         vals.append(f"{100 * rate:.1f} %" if math.isfinite(rate) else "-")
-        cols = _COLS + [_CACHE_COL]
-    return "  ".join(v.rjust(w) for v, (_, w) in zip(vals, cols))
+    return "  ".join(v.rjust(w) for v, (_, w) in zip(vals, _columns(cache, prefetch)))
 
 
 def _si(x):
@@ -41,7 +71,12 @@ def _si(x):
 
 
 def plot_phases(history, path, title=None):
-    """Write a stacked-bar plot of the seconds per phase and epoch to ``path``."""
+    """Write a stacked-bar plot of the seconds per phase and epoch to ``path``.
+
+    With prefetch, the sample and fetch bars are split into the part the
+    training loop waited for (solid) and the part hidden behind training
+    (hatched, lighter), and the title gives the overlap over the run.
+    """
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -53,26 +88,49 @@ def plot_phases(history, path, title=None):
     epochs = [s.epoch for s in history]
     fig, ax = plt.subplots(figsize=(max(5, 0.3 * len(epochs) + 3), 3.5))
     bottom = np.zeros(len(epochs))
-    for phase in PHASES:
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    # Per epoch: the exposed share of the background phases (wait / (sample +
+    # fetch)), 1 for an epoch without prefetch.
+    exposed = np.array([_exposed(s) for s in history])
+    prefetched = any(getattr(s, "prefetch", 0) for s in history)
+    for k, phase in enumerate(PHASES):
         v = np.array([s.times[phase] for s in history])
-        ax.bar(epochs, v, bottom=bottom, label=phase)
+        color = colors[k % len(colors)]
+        if phase in ("sample", "fetch") and prefetched:
+            shown = v * exposed
+            ax.bar(epochs, shown, bottom=bottom, label=f"{phase} (waited)", color=color)
+            ax.bar(epochs, v - shown, bottom=bottom + shown, label=f"{phase} (hidden)",
+                   color=color, alpha=0.35, hatch="//", edgecolor=color, linewidth=0)
+        else:
+            ax.bar(epochs, v, bottom=bottom, label=phase, color=color)
         bottom += v
     ax.set_xlabel("epoch")
     if len(epochs) <= 30:
         ax.set_xticks(epochs)
     ax.set_ylabel("seconds (slowest rank)")
+    lines = [title] if title else []
+    if prefetched:
+        busy = sum(s.times["sample"] + s.times["fetch"] for s in history)
+        wait = sum(getattr(s, "wait", 0.0) for s in history)
+        share = min(1.0, max(0.0, 1 - wait / busy)) if busy > 0 else float("nan")
+        lines.append(f"prefetch: {100 * share:.0f} % of sample + fetch hidden behind training"
+                     if math.isfinite(share) else "prefetch: no sample or fetch time")
     hits = sum(getattr(s, "cache_hits", 0) for s in history)
     asked = sum(getattr(s, "cache_requests", 0) for s in history)
     if asked:
         # The feature cache changes what the fetch bar means: say how often it served.
-        title = (f"{title}\n" if title else "") + (f"feature cache hit rate "
-                                                    f"{100 * hits / asked:.1f} %")
-    if title:
-        ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8, ncol=len(PHASES), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+        lines.append(f"feature cache hit rate {100 * hits / asked:.1f} %")
+    if lines:
+        ax.set_title("\n".join(lines), fontsize=9)
+    n = len(PHASES) + (2 if prefetched else 0)
+    ax.legend(fontsize=8, ncol=min(n, 5), loc="upper center", bbox_to_anchor=(0.5, -0.18))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-# -- main -----------------------------------------------------------------------
+def _exposed(s):
+    if not getattr(s, "prefetch", 0):
+        return 1.0
+    ov = s.overlap
+    return 1.0 - ov if math.isfinite(ov) else 1.0

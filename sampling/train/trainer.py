@@ -33,13 +33,22 @@ _EVAL_STREAM = {"val": 1 << 40, "test": (1 << 40) + 1}  # fixed epochs of the ev
 # its own stream, so it is none of the training epochs (nor the eval draws).
 _CACHE_STREAM = (1 << 40) + 3
 
+# Seconds an interrupted epoch waits for its prefetch thread under MPI.
+_PREFETCH_GRACE_S = 5.0
+
 _MODEL_PROTOCOL = ("a torch.nn.Module called as model(x, minibatch), with x the features "
                    "of minibatch.input_nodes, that returns the logits of minibatch.seeds")
 
 
 @dataclass
 class EpochStats:
-    """One row of the table (over all ranks: times are the slowest rank's)."""
+    """One row of the table (over all ranks: times are the slowest rank's).
+
+    With prefetch (``prefetch > 0``), ``times["sample"]`` and
+    ``times["fetch"]`` are seconds spent in the background thread, and
+    ``wait`` the seconds the training loop was blocked waiting for the
+    next bulk: the part of sample + fetch that training did not hide.
+    """
 
     epoch: int
     loss: float
@@ -50,6 +59,17 @@ class EpochStats:
     steps: int = 0
     cache_hits: int = 0
     cache_requests: int = 0
+    wait: float = 0.0
+    prefetch: int = 0
+
+    @property
+    def overlap(self):
+        """Fraction of the background sample + fetch seconds hidden behind training:
+        ``1 - wait / (sample + fetch)``, in [0, 1]; NaN without prefetch."""
+        busy = self.times.get("sample", 0.0) + self.times.get("fetch", 0.0)
+        if not self.prefetch or busy <= 0:
+            return float("nan")
+        return min(1.0, max(0.0, 1.0 - self.wait / busy))
 
     @property
     def cache_hit_rate(self):
@@ -64,7 +84,12 @@ class EpochStats:
 
     @property
     def total_time(self):
-        return sum(self.times.values())
+        """Seconds of the epoch on the training loop's path: the sum of the phases,
+        with the background sample + fetch replaced by the wait for them."""
+        total = sum(self.times.values())
+        if self.prefetch:
+            total += self.wait - self.times.get("sample", 0.0) - self.times.get("fetch", 0.0)
+        return total
 
 
 class Trainer:
@@ -578,25 +603,33 @@ class Trainer:
             return k
         return max(len(self._own(k, r)) for r in range(self.size))
 
-    def _sample(self, batches, bulk, stream):
-        """This rank's minibatches of one bulk (``bulk``: ids into ``batches``)."""
+    def _sample(self, batches, bulk, stream, sampler=None):
+        """This rank's minibatches of one bulk (``bulk``: ids into ``batches``).
+
+        ``sampler``: default the trainer's; the prefetch thread passes its twin.
+        """
+        sampler = self.sampler if sampler is None else sampler
         if self._split:
             bulk = [bulk[i] for i in self._own(len(bulk), self.rank)]
             if not bulk:
                 return []
-        return self.sampler.sample([batches[i] for i in bulk], seed=self.opts.seed,
-                                   epoch=stream, batch_ids=bulk)
+        return sampler.sample([batches[i] for i in bulk], seed=self.opts.seed,
+                              epoch=stream, batch_ids=bulk)
 
-    def _features(self, ids):
-        """Features of ``ids`` as a torch tensor on the device (collective when partitioned)."""
+    def _features(self, ids, store=None):
+        """Features of ``ids`` as a torch tensor on the device (collective when partitioned).
+
+        ``store``: default the trainer's; the prefetch thread passes its twin.
+        """
         torch = self.torch
+        store = self.store if store is None else store
         if self._x_all is not None:
             if isinstance(ids, np.ndarray):
                 idx = torch.from_numpy(np.ascontiguousarray(ids, np.int64))
             else:
                 idx = torch.from_dlpack(ids)
             return self._x_all[idx.to(self.device)]
-        return torch.from_numpy(self.store.fetch(ids)).to(self.device)
+        return torch.from_numpy(store.fetch(ids)).to(self.device)
 
     def _labels(self, ids):
         torch = self.torch
@@ -604,10 +637,10 @@ class Trainer:
                if isinstance(ids, np.ndarray) else torch.from_dlpack(ids))
         return self._y_all[idx.to(self.device)]
 
-    def _fetch_bulk(self, mbs):
+    def _fetch_bulk(self, mbs, store=None):
         """Features of every minibatch's input vertices, in one (collective) fetch."""
         ins = [mb.input_nodes for mb in mbs]
-        X = self._features(concatenate(ins))
+        X = self._features(concatenate(ins), store)
         return list(X.split([int(a.size) for a in ins]))
 
     @contextlib.contextmanager
@@ -710,6 +743,46 @@ class Trainer:
         return tqdm(total=total, desc=f"epoch {epoch + 1}", unit="minibatch",
                     file=sys.stderr, leave=False)
 
+    # -- prefetch -------------------------------------------------------------------
+    def _background(self):
+        """(sampler, store) for the prefetch thread, or None to run synchronously.
+
+        Made at the first prefetching epoch (``train_epoch`` is collective:
+        every rank gets here in the same order) and kept: under MPI, twins
+        on duplicated communicators (``Sampler.dup``, ``FeatureStore.dup``;
+        a local sampler or a replicated store is its own twin), so the
+        background collectives never mix with the gradient Allreduce on
+        ``self.comm`` (see ``sampling.pipeline``).  Below
+        MPI_THREAD_MULTIPLE: one ``PrefetchWarning``, then synchronous.
+        """
+        if not self.opts.prefetch:
+            return None
+        bg = getattr(self, "_bg", False)
+        if bg is False:
+            from sampling.pipeline import prefetch_allowed
+            bg = None
+            if prefetch_allowed(self.comm, "Trainer"):
+                bg = (self.sampler.dup(), self.store.dup())
+            self._bg = bg
+        return bg
+
+    def _prefetcher(self, batches, bulks, epoch):
+        """A Prefetcher sampling and fetching the epoch's bulks, or None (prefetch off)."""
+        bg = self._background()
+        if bg is None or not bulks:
+            return None
+        from sampling.pipeline import Prefetcher
+        sampler, store = bg
+
+        def make(i):
+            t0 = time.perf_counter()
+            mbs = self._sample(batches, bulks[i], epoch, sampler)
+            t1 = time.perf_counter()
+            xs = self._fetch_bulk(mbs, store)
+            return mbs, xs, t1 - t0, time.perf_counter() - t1
+
+        return Prefetcher(make, len(bulks), self.opts.prefetch, name="Trainer-prefetch")
+
     # -- training and evaluation --------------------------------------------------
     def train_epoch(self, epoch):
         """Collective: one epoch of bulk-sampled training; returns ``EpochStats``."""
@@ -719,7 +792,7 @@ class Trainer:
     def _train_epoch(self, epoch):
         torch, o = self.torch, self.opts
         t = dict.fromkeys(PHASES, 0.0)
-        loss_sum = seeds = edges = 0.0
+        loss_sum = seeds = edges = wait = 0.0
         steps = 0
         cache_before = self.store.cache_stats()
         with C.counting() as moved:
@@ -729,17 +802,27 @@ class Trainer:
             C.check_same(self.comm, "Trainer.train_epoch",
                          "(number of minibatches, bulk size)", [len(batches), self.bulk_size])
             bar = self._progress_bar(sum(self._steps(len(b)) for b in bulks), epoch)
+            ahead = self._prefetcher(batches, bulks, epoch)
             try:
                 self.model.train()
                 for bi, bulk in enumerate(bulks):
-                    t0 = time.perf_counter()
-                    mbs = self._sample(batches, bulk, epoch)
-                    t1 = time.perf_counter()
-                    t["sample"] += t1 - t0
+                    if ahead is None:
+                        t0 = time.perf_counter()
+                        mbs = self._sample(batches, bulk, epoch)
+                        t1 = time.perf_counter()
+                        t["sample"] += t1 - t0
+                        xs = self._fetch_bulk(mbs)
+                        t["fetch"] += time.perf_counter() - t1
+                    else:
+                        # Sampled and fetched in the background while the
+                        # previous bulks trained; its bytes are handed back
+                        # into `moved` by get().
+                        item = ahead.get()
+                        mbs, xs, ts, tf = item.value
+                        t["sample"] += ts
+                        t["fetch"] += tf
+                        wait += item.waited
                     edges += sum(mb.num_sampled_edges for mb in mbs)
-                    xs = self._fetch_bulk(mbs)
-                    t2 = time.perf_counter()
-                    t["fetch"] += t2 - t1
                     for j in range(self._steps(len(bulk))):
                         t0 = time.perf_counter()
                         self.optimizer.zero_grad(set_to_none=True)
@@ -771,17 +854,33 @@ class Trainer:
                 t0 = time.perf_counter()
                 val = self.evaluate("val")
                 t["eval"] = time.perf_counter() - t0
+            except BaseException as exc:
+                if ahead is not None and self.size > 1:
+                    # The ranks' background threads need not be at the same
+                    # bulk when the epoch stops (each runs up to `prefetch`
+                    # bulks ahead of its own loop): this rank's may wait in
+                    # a collective that the others never join.  Give it a
+                    # moment; if it is stuck, say so on the exception, and
+                    # the main job aborts every rank (MPI cannot finalize
+                    # under a thread blocked in a collective).
+                    ahead.stop(wait=False)
+                    if not ahead.join(_PREFETCH_GRACE_S):
+                        _mark_prefetch_stuck(exc)
+                raise
             finally:
+                if ahead is not None:
+                    ahead.stop()
                 if bar is not None:
                     bar.close()
             nbytes = sum(moved.values())
         cache = self.store.cache_stats() - cache_before
         hits, asked = (cache.hits, cache.requested) if self.store.cache_fraction > 0 else (0, 0)
         tot = self._reduce([loss_sum, seeds, edges, nbytes, hits, asked])
-        tmax = self._reduce([t[k] for k in PHASES], "max")
+        tmax = self._reduce([t[k] for k in PHASES] + [wait], "max")
         stats = EpochStats(epoch + 1, tot[0] / max(tot[1], 1.0), val,
-                           dict(zip(PHASES, tmax.tolist())), int(tot[2]), int(tot[3]), steps,
-                           int(tot[4]), int(tot[5]))
+                           dict(zip(PHASES, tmax[:-1].tolist())), int(tot[2]), int(tot[3]),
+                           steps, int(tot[4]), int(tot[5]), wait=float(tmax[-1]),
+                           prefetch=0 if ahead is None else self.opts.prefetch)
         self.history.append(stats)
         return stats
 
@@ -835,12 +934,13 @@ class Trainer:
             epochs = self.opts.epochs if epochs is None else epochs
             start = len(self.history)
             cache = self.store.cache_fraction > 0
+            prefetch = self.opts.prefetch > 0
             if log and self.rank == 0:
-                log(header(cache=cache))
+                log(header(cache=cache, prefetch=prefetch))
             for e in range(start, start + epochs):
                 stats = self.train_epoch(e)
                 if log and self.rank == 0:
-                    log(format_row(stats, cache=cache))
+                    log(format_row(stats, cache=cache, prefetch=prefetch))
             return self.evaluate("test")
 
     def parameter_checksum(self):
@@ -848,6 +948,14 @@ class Trainer:
         flat = self.torch.cat([p.detach().reshape(-1).double().cpu() for p in self.params])
         w = self.torch.arange(flat.numel(), dtype=self.torch.float64) % 97 + 1
         return float(flat.abs().sum()), float((flat * w).sum())
+
+
+def _mark_prefetch_stuck(exc):
+    """Flag ``exc``: this rank's prefetch thread is blocked in a collective (see job.py)."""
+    try:
+        exc.prefetch_stuck = True
+    except Exception:  # noqa: BLE001 - an exception type that refuses attributes
+        pass
 
 
 def _wants_progress(progress):

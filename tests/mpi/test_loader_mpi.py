@@ -145,15 +145,56 @@ def test_too_few_seeds(comm, cora):
                            lambda: NodeLoader(sampler, np.arange(5), 1))
 
 
-def test_prefetch_refused_when_distributed(comm, cora):
+def _same_epoch(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x == y, x.index
+        assert torch.equal(x.x, y.x) and torch.equal(x.y, y.y), x.index
+
+
+@pytest.mark.parametrize("prefetch", [1, 3])
+def test_prefetch_distributed_gives_the_same_minibatches(comm, cora, features, prefetch):
+    """Sampling and fetching in the background on duplicated communicators while
+    the main thread runs its own collectives on ``comm`` (as a training loop's
+    Allreduce would): the same minibatches, features and labels as prefetch=0."""
+    for layout, c in grids(comm.size)[:2]:
+        D = spla.distribute(cora.A, comm, layout=layout, replication=c)
+        store = FeatureStore(features, mode="partitioned", comm=comm, replication=c)
+        make = lambda k: NodeLoader(GraphSAGE(D, [4, 3]), cora.train_idx, 12,  # noqa: E731
+                                    features=store, labels=cora.y, bulk=2, seed=7,
+                                    prefetch=k)
+        ref = list(make(0))
+        loader = make(prefetch)
+        got = []
+        with spla.comm.counting() as moved:
+            for mb in loader:
+                got.append(mb)
+                assert comm.allreduce(mb.batch_size) > 0      # the main thread's collective
+        _same_epoch(got, ref)
+        check_epoch(comm, cora, make(prefetch), GraphSAGE(cora.A, [4, 3]), 0, 12,
+                    features=features)
+        if c < comm.size:                          # the background fetches were handed back
+            assert sum(moved.values()) > 0, dict(moved)
+
+
+def test_prefetch_background_collective_error_is_raised_on_every_rank(comm, cora):
+    """A collective argument check failing on one rank's background thread: every
+    rank raises it at the same step and the ranks stay in step."""
+    class BadOnRank1(GraphSAGE):
+        def sample(self, batches, **kw):
+            with spla.comm.collective_checks(self.D.comm):
+                if kw["batch_ids"][0] >= 2 * comm.size and comm.rank == comm.size - 1:
+                    raise spla.InvalidValue("BadOnRank1: a deliberate bad argument")
+            return super().sample(batches, **kw)
+
     D = spla.distribute(cora.A, comm)
-    _raises_everywhere(comm, spla.InvalidValue, "argument 'prefetch'.*background thread",
-                       lambda: NodeLoader(GraphSAGE(D, [2]), cora.train_idx, 10, prefetch=1))
-    store = FeatureStore(np.zeros((cora.num_nodes, 2), np.float32), mode="partitioned",
-                         comm=comm)
-    _raises_everywhere(comm, spla.InvalidValue, "argument 'prefetch'",
-                       lambda: NodeLoader(GraphSAGE(cora.A, [2]), cora.train_idx, 10,
-                                          features=store, prefetch=2))
+    loader = NodeLoader(BadOnRank1(D, [2]), cora.train_idx, 10, bulk=2, prefetch=2)
+    seen = 0
+    with pytest.raises(spla.InvalidValue, match="deliberate"):
+        for _ in loader:
+            seen += 1
+    assert seen == 2                                   # the first bulk, then the error
+    assert comm.allreduce(1) == comm.size              # still in step
 
 
 def test_arguments_that_differ_between_ranks(comm, cora):
