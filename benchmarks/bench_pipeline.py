@@ -191,19 +191,17 @@ def _phase_line(s):
 
 
 def _timing(s):
-    """(epoch seconds, sum of phases, max(sample + fetch, train)) of one epoch's EpochStats.
+    """(epoch seconds, sum of phases, max(sample + fetch, training)) of one epoch's EpochStats.
 
-    ``s.times`` holds the phases; with prefetch, sample and fetch ran in the
-    background and ``wait`` is what the training loop spent waiting for them.
-    ``wall`` (when the trainer records it) is the epoch's elapsed time.
+    ``s.times`` holds the phases (with prefetch, sample and fetch are the
+    background thread's seconds); training is everything else (forward,
+    backward, Allreduce, the validation pass); ``s.wall`` is the epoch's
+    elapsed time on the slowest rank.
     """
     t = s.times
     background = t.get("sample", 0.0) + t.get("fetch", 0.0)
-    train = sum(v for k, v in t.items() if k not in ("sample", "fetch", "wait"))
-    wall = getattr(s, "wall_time", None)
-    if wall is None:
-        wall = train + (t["wait"] if "wait" in t else background)
-    return wall, background + train, max(background, train)
+    train = sum(v for k, v in t.items() if k not in ("sample", "fetch"))
+    return s.wall, background + train, max(background, train)
 
 
 def plot(results, path):
@@ -218,7 +216,13 @@ def plot(results, path):
             labels.append(f"c={r['c']}\n{r['split']}\n{r['partition']}")
         else:
             labels.append(f"c={r['c']}\nprefetch\n{r['prefetch']}")
-        stacks.append(dict(s.times))
+        t = dict(s.times)
+        background = t.pop("sample", 0.0) + t.pop("fetch", 0.0)
+        exposed = min(s.wait, background) if s.prefetch else background
+        # Training phases, then the sample + fetch the loop waited for, then
+        # (hatched) the part of it that ran hidden behind training.
+        stacks.append({**t, "sample+fetch (waited)": exposed,
+                       "sample+fetch (hidden)": background - exposed})
     phases = []
     for st in stacks:
         for k in st:
@@ -230,7 +234,9 @@ def plot(results, path):
     bottom = np.zeros(len(rows))
     for ph in phases:
         v = np.array([st.get(ph, 0.0) for st in stacks])
-        ax.bar(x, v, bottom=bottom, label=ph)
+        hidden = ph.endswith("(hidden)")
+        ax.bar(x, v, bottom=bottom, label=ph, hatch="//" if hidden else None,
+               fill=not hidden, edgecolor="gray" if hidden else None)
         bottom += v
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("seconds per epoch (slowest rank)")
@@ -305,15 +311,19 @@ def render(args, p, ds, results, info, vers, load0, load1, wall, command):
         L.append("*epoch s*: the epoch's elapsed seconds (slowest rank); *sum of phases*: "
                  "sample + fetch + training phases as if run one after the other; *max(...)*: "
                  "max(sample + fetch, training), the best overlap can reach; *vs max*: epoch "
-                 "over that bound (goal with prefetch: at most 1.15x where cores allow).\n")
+                 "over that bound (goal with prefetch: at most 1.15x where cores allow); "
+                 "*hidden*: the share of the background sample + fetch seconds that training "
+                 "hid (the table's overlap column); *wait s*: seconds the training loop "
+                 "waited for a bulk.\n")
         L.append("| c | prefetch | epoch s | sum of phases | max(sample+fetch, train) | "
-                 "vs max | phases |")
-        L.append("|---:|---:|---:|---:|---:|---:|---|")
+                 "vs max | hidden | wait s | phases |")
+        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in pre:
             s = r["epochs"][-1]["stats"]
             wall, total, bound = _timing(s)
+            hidden = "-" if not s.prefetch else f"{100 * s.overlap:.0f} %"
             L.append(f"| {r['c']} | {r['prefetch']} | {wall:.2f} | {total:.2f} | {bound:.2f} | "
-                     f"{wall / bound:.2f}x | {_phase_line(s)} |")
+                     f"{wall / bound:.2f}x | {hidden} | {s.wait:.2f} | {_phase_line(s)} |")
         L.append("")
     return "\n".join(L) + "\n"
 

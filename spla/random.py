@@ -13,7 +13,7 @@ from spla.checks import as_int, fail
 from spla.exceptions import InvalidValue
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _uniform(ids, seed, stream):
     out = np.empty(ids.size, np.float64)
     for i in prange(ids.size):

@@ -246,7 +246,8 @@ def _cpu_kernel_modules():
     cpu = os.path.join(os.path.dirname(kernels.__file__), "cpu")
     mods = [importlib.import_module(f"kernels.cpu.{m.name}")
             for m in pkgutil.iter_modules([cpu])]
-    return mods + [importlib.import_module("kernels.its")]
+    # spla.random draws its uniforms with a kernel of its own.
+    return mods + [importlib.import_module("kernels.its"), importlib.import_module("spla.random")]
 
 
 def test_every_top_level_cpu_kernel_is_nogil():

@@ -61,6 +61,8 @@ class EpochStats:
     cache_requests: int = 0
     wait: float = 0.0
     prefetch: int = 0
+    #: elapsed seconds of the whole epoch (training and validation), slowest rank
+    wall: float = float("nan")
 
     @property
     def overlap(self):
@@ -794,6 +796,7 @@ class Trainer:
         t = dict.fromkeys(PHASES, 0.0)
         loss_sum = seeds = edges = wait = 0.0
         steps = 0
+        started = time.perf_counter()
         cache_before = self.store.cache_stats()
         with C.counting() as moved:
             batches, bulks = self._epoch_plan(epoch)
@@ -876,11 +879,13 @@ class Trainer:
         cache = self.store.cache_stats() - cache_before
         hits, asked = (cache.hits, cache.requested) if self.store.cache_fraction > 0 else (0, 0)
         tot = self._reduce([loss_sum, seeds, edges, nbytes, hits, asked])
-        tmax = self._reduce([t[k] for k in PHASES] + [wait], "max")
+        elapsed = time.perf_counter() - started
+        tmax = self._reduce([t[k] for k in PHASES] + [wait, elapsed], "max")
         stats = EpochStats(epoch + 1, tot[0] / max(tot[1], 1.0), val,
-                           dict(zip(PHASES, tmax[:-1].tolist())), int(tot[2]), int(tot[3]),
-                           steps, int(tot[4]), int(tot[5]), wait=float(tmax[-1]),
-                           prefetch=0 if ahead is None else self.opts.prefetch)
+                           dict(zip(PHASES, tmax[:-2].tolist())), int(tot[2]), int(tot[3]),
+                           steps, int(tot[4]), int(tot[5]), wait=float(tmax[-2]),
+                           prefetch=0 if ahead is None else self.opts.prefetch,
+                           wall=float(tmax[-1]))
         self.history.append(stats)
         return stats
 
