@@ -5,7 +5,7 @@ Run under MPI; rank 0 writes the markdown results file and the plot::
 
     NUMBA_NUM_THREADS=1 mpiexec -n 4 python benchmarks/bench_pipeline.py \\
         [--dataset rmat:16] [--c 1,2] [--batch-size 512] [--epochs 2] \\
-        [--sections partition,prefetch] [--prefetch 2] \\
+        [--sections partition,prefetch] [--prefetch 2] [--prefetch-steps 4] \\
         [--out benchmarks/results/pipeline_cpu.md] [--plot benchmarks/results/pipeline_cpu.png]
 
 Every configuration is the main job's ``Trainer`` (``python -m
@@ -66,6 +66,10 @@ def parse_args(argv=None):
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--prefetch", type=int, default=2, help="K of the prefetch-on runs")
+    p.add_argument("--prefetch-steps", type=int, default=4,
+                   help="steps per bulk in the prefetch section (bulk = steps x P): the "
+                        "main job's default bulk is the whole epoch, which leaves nothing "
+                        "to overlap")
     p.add_argument("--out", default=os.path.join(HERE, "results", "pipeline_cpu.md"))
     p.add_argument("--plot", default=os.path.join(HERE, "results", "pipeline_cpu.png"))
     p.add_argument("--json", default=None)
@@ -171,7 +175,8 @@ def run(args, comm):
             group = []
             for k in (0, args.prefetch):
                 comm.Barrier()
-                trainer = Trainer(opts(replication=c, prefetch=k), comm, dataset=ds)
+                trainer = Trainer(opts(replication=c, prefetch=k,
+                                       bulk=args.prefetch_steps * p), comm, dataset=ds)
                 epochs = measure(trainer, args.epochs, comm)
                 row = dict(section="prefetch", c=c, prefetch=k, epochs=epochs,
                            checksum=trainer.parameter_checksum())
@@ -307,7 +312,7 @@ def render(args, p, ds, results, info, vers, load0, load1, wall, command):
         L.append("")
     pre = [r for r in results if r["section"] == "prefetch"]
     if pre:
-        L.append("## Prefetch on vs off\n")
+        L.append(f"## Prefetch on vs off ({args.prefetch_steps} steps per bulk)\n")
         L.append("*epoch s*: the epoch's elapsed seconds (slowest rank); *sum of phases*: "
                  "sample + fetch + training phases as if run one after the other; *max(...)*: "
                  "max(sample + fetch, training), the best overlap can reach; *vs max*: epoch "
