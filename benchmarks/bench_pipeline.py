@@ -40,12 +40,12 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from machine import machine_info, training_versions  # noqa: E402 - benchmarks/ on sys.path
+from machine import (mpi_command, results_header, run_on_world,  # noqa: E402
+                     training_versions, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -264,15 +264,9 @@ def plot(results, path):
     plt.close(fig)
 
 
-def render(args, p, ds, results, info, vers, load0, load1, wall, command):
-    L = ["# The pipeline: partitions and prefetch (CPU, MPI)\n"]
-    L.append(f"- Command: `{command}`")
-    L.append(f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; wall time "
-             f"{wall:.0f} s")
-    L.append(f"- Machine: {info['nproc']} cores, {info['cpu']}, {info['ram']} RAM, Linux "
-             f"{info['kernel']}; load average at start {load0[0]:.2f} / {load0[1]:.2f} / "
-             f"{load0[2]:.2f}, at end {load1[0]:.2f}")
-    L.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
+def render(args, p, ds, results, vers, load0, wall, command):
+    L = results_header("The pipeline: partitions and prefetch (CPU, MPI)", command, wall,
+                       load0, vers)
     L.append(f"- Run: P = {p} ranks, NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')}, "
              "1 torch thread per rank; the ranks oversubscribe the cores: **byte counts are "
              "exact, seconds are indicative only**")
@@ -345,37 +339,20 @@ def _jsonable(results):
 
 
 def main(argv=None):
-    from mpi4py import MPI
-    import spla.comm as C
     args = parse_args(argv)
-    comm = MPI.COMM_WORLD
-    load0 = os.getloadavg()
-    t0 = time.perf_counter()
-    with C.abort_on_error(comm, prefix="bench_pipeline: "):
-        ds, results = run(args, comm)
+    comm, (ds, results), load0, wall = run_on_world("bench_pipeline", lambda c: run(args, c))
     if comm.Get_rank() != 0:
         return 0
-    command = (f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')} mpiexec -n "
-               f"{comm.Get_size()} python benchmarks/bench_pipeline.py "
-               + " ".join(sys.argv[1:] if argv is None else argv)).strip()
+    command = mpi_command("bench_pipeline.py", comm, sys.argv[1:] if argv is None else argv)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(command=command, results=_jsonable(results)), f, indent=1,
                       default=str)
-    md = render(args, comm.Get_size(), ds, results, machine_info(), training_versions(), load0,
-                os.getloadavg(), time.perf_counter() - t0, command)
+    md = render(args, comm.Get_size(), ds, results, training_versions(), load0, wall, command)
     if args.plot:
         plot(results, args.plot)
         md += f"\nPlot: `{os.path.relpath(args.plot, ROOT)}`\n"
-    keep = ""
-    if os.path.exists(args.out):
-        # A hand-written conclusion below this marker survives a re-run.
-        old = open(args.out).read()
-        marker = "\n## Conclusion"
-        if marker in old:
-            keep = old[old.index(marker):]
-    with open(args.out, "w") as f:
-        f.write(md + keep)
+    write_results(args.out, md)
     print(md)
     return 0
 

@@ -68,3 +68,53 @@ def training_versions():
     except OSError:
         pass
     return v
+
+
+def mpi_command(script, comm, argv):
+    """The command line that ran an MPI benchmark, for its results header."""
+    return (f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS')} mpiexec -n "
+            f"{comm.Get_size()} python benchmarks/{script} " + " ".join(argv)).strip()
+
+
+def write_results(path, md):
+    """Write a results file, keeping the hand-written ``## Conclusion`` of the old one."""
+    keep = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        marker = "\n## Conclusion"
+        if marker in old:
+            keep = old[old.index(marker):]
+    with open(path, "w") as f:
+        f.write(md + keep)
+
+
+def run_on_world(script, run):
+    """Run ``run(comm)`` on COMM_WORLD, every rank ending the job if one fails.
+
+    Returns ``(comm, result, load averages at start, wall seconds)``; the
+    caller writes results on rank 0.
+    """
+    import time
+    from mpi4py import MPI
+    import spla.comm as C
+    comm = MPI.COMM_WORLD
+    load0 = os.getloadavg()
+    t0 = time.perf_counter()
+    with C.abort_on_error(comm, prefix=f"{script}: "):
+        result = run(comm)
+    return comm, result, load0, time.perf_counter() - t0
+
+
+def results_header(title, command, wall, load0, vers):
+    """The first lines of a results file: title, command, date, machine, versions."""
+    from datetime import datetime, timezone
+    info, load1 = machine_info(), os.getloadavg()
+    return [f"# {title}\n",
+            f"- Command: `{command}`",
+            f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; wall time "
+            f"{wall:.0f} s",
+            f"- Machine: {info['nproc']} cores, {info['cpu']}, {info['ram']} RAM, Linux "
+            f"{info['kernel']}; load average at start {load0[0]:.2f} / {load0[1]:.2f} / "
+            f"{load0[2]:.2f}, at end {load1[0]:.2f}",
+            "- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items())]

@@ -216,3 +216,33 @@ class BulkPlanner:
     def passes(self, n_batches, batch_size):
         """Number of passes for ``n_batches`` minibatches."""
         return math.ceil(n_batches / self.bulk_size(batch_size))
+
+
+def step_major_bulks(steps, ranks, per_bulk, positions):
+    """Bulks of minibatch ids where step ``s`` of rank ``r`` trains minibatch ``s * ranks + r``.
+
+    Each bulk covers up to ``per_bulk`` consecutive steps of every rank;
+    ``positions(k, r)`` names the places, in a bulk of ``k`` minibatches,
+    that the sampler hands to rank ``r`` (``sampling.base.owned_batches``
+    for a distributed sampler), and rank r's minibatches are put there in
+    step order.  Returns a list of lists of ids.
+
+    Examples
+    --------
+    >>> step_major_bulks(3, 2, 2, lambda k, r: list(range(r * k // 2, (r + 1) * k // 2)))
+    [[0, 2, 1, 3], [4, 5]]
+    """
+    out = []
+    for first in range(0, steps, per_bulk):
+        mine = range(first, min(steps, first + per_bulk))
+        k = ranks * len(mine)
+        ids = [None] * k
+        for r in range(ranks):
+            pos = positions(k, r)
+            if len(pos) != len(mine):  # pragma: no cover - every layout splits p | k evenly
+                raise AssertionError(f"step_major_bulks: rank {r} would own {len(pos)} of "
+                                     f"{k} minibatches, not {len(mine)}")
+            for j, at in zip(mine, pos):
+                ids[at] = j * ranks + r
+        out.append(ids)
+    return out

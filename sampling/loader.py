@@ -23,7 +23,7 @@ from spla.layout import chunk
 from spla.matrix import Matrix
 
 from sampling.base import Sampler, owned_batches
-from sampling.batches import BulkPlanner, epoch_batches
+from sampling.batches import BulkPlanner, epoch_batches, step_major_bulks
 from sampling.features import FeatureStore
 from sampling.minibatch import _require_torch
 from sampling.pipeline import Prefetcher, prefetch_allowed
@@ -358,21 +358,8 @@ class NodeLoader:
         if p == 1:
             return [list(range(i, min(m, i + q))) for i in range(0, m, q)]
         D = self.sampler.D
-        steps = m // p
-        out = []
-        for first in range(0, steps, q):
-            mine = range(first, min(steps, first + q))
-            k = p * len(mine)
-            ids = [None] * k
-            for r in range(p):
-                pos = owned_batches(k, D.layout, r, self.sampler._by_process_row)
-                if len(pos) != len(mine):  # pragma: no cover - every layout splits p | k evenly
-                    raise AssertionError(f"NodeLoader: rank {r} would own {len(pos)} of {k} "
-                                         f"minibatches, not {len(mine)}")
-                for j, at in zip(mine, pos):
-                    ids[at] = j * p + r
-            out.append(ids)
-        return out
+        return step_major_bulks(m // p, p, q, lambda k, r: owned_batches(
+            k, D.layout, r, self.sampler._by_process_row))
 
     def _sample_bulk(self, epoch, batches, ids, sampler, features):
         """Sample one bulk and attach its features and labels: this rank's minibatches.

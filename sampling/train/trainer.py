@@ -339,7 +339,7 @@ class Trainer:
         """
         from sampling import epoch_batches
         from sampling.base import owned_batches
-        from sampling.batches import seeds_by_part
+        from sampling.batches import seeds_by_part, step_major_bulks
         o = self.opts
         train = self.store.splits["train"]
         batches = epoch_batches(train, self.minibatch_size, seed=o.seed, epoch=epoch)
@@ -358,18 +358,11 @@ class Trainer:
             mine = order[np.isin(order, share, assume_unique=True)]
             per_rank.append(np.array_split(mine, steps))
         batches = [per_rank[r][s] for s in range(steps) for r in range(p)]
-        per_bulk = max(1, self.bulk_size // p)
-        bulks = []
-        for first in range(0, steps, per_bulk):
-            mine = range(first, min(steps, first + per_bulk))
-            k = p * len(mine)
-            ids = [None] * k
-            for r in range(p):
-                pos = (owned_batches(k, self.sampler.D.layout, r, self.sampler._by_process_row)
-                       if self.sampler.D is not None else self._own(k, r))
-                for j, at in zip(mine, pos):
-                    ids[at] = j * p + r
-            bulks.append(ids)
+        D = self.sampler.D
+        bulks = step_major_bulks(
+            steps, p, max(1, self.bulk_size // p),
+            lambda k, r: (owned_batches(k, D.layout, r, self.sampler._by_process_row)
+                          if D is not None else self._own(k, r)))
         return batches, bulks
 
     def partition_report(self):
