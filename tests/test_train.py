@@ -283,6 +283,25 @@ def _interrupt(cmd, timeout=60):
             proc.communicate()
 
 
+def test_an_interrupt_dropped_by_a_finalizer_is_raised_again():
+    """Ctrl-C landing in a __del__ (numba's compiler objects are collected at any
+    time) is only printed by Python; the main job raises it again, silently."""
+    from sampling.train.job import _interrupts_not_lost
+
+    class Finalizer:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    before = sys.unraisablehook
+    with pytest.raises(KeyboardInterrupt):
+        with _interrupts_not_lost():
+            Finalizer()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+    assert sys.unraisablehook is before
+
+
 @pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=[pytest.mark.mpi, needs_mpiexec])])
 def test_ctrl_c_with_prefetch_running(nproc):
     """SIGINT while the background thread samples: status 130 within seconds, one

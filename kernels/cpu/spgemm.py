@@ -250,11 +250,16 @@ def gather_row_fill(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul
         p = a_ptr[i]
         k = a_idx[p]
         av = a_val[p] if a_hv else onev
-        for q in range(b_ptr[k], b_ptr[k + 1]):
-            bv = b_val[q] if b_hv else onev
-            out_idx[f] = b_idx[q]
-            out_val[f] = mul_op(mul, av, bv, onev)
-            f += 1
+        # Unsigned offsets: numba then adds no negative-index wraparound to
+        # the accesses, and the CPU build vectorises the copy (see
+        # kernels.cpu.extract.gather_rows).
+        lo = np.uint64(b_ptr[k])
+        m = np.uint64(b_ptr[k + 1]) - lo
+        o = np.uint64(f)
+        for q in range(m):
+            bv = b_val[lo + q] if b_hv else onev
+            out_idx[o + q] = b_idx[lo + q]
+            out_val[o + q] = mul_op(mul, av, bv, onev)
 
 
 def _gather_work(a_ptr, *rest):

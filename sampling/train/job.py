@@ -71,7 +71,7 @@ def main(argv=None):
         return _usage_error(exc, launcher_rank() == 0)
     guard = (contextlib.nullcontext() if comm is None
              else C.abort_on_error(comm, prefix="sampling.train: "))
-    with guard:
+    with guard, _interrupts_not_lost():
         return _train(opts, comm)
 
 
@@ -100,6 +100,37 @@ def _abort_if_prefetch_stuck(comm):
         sys.stdout.flush()
         sys.stderr.flush()
         comm.Abort(130 if isinstance(exc, KeyboardInterrupt) else 1)
+
+
+@contextlib.contextmanager
+def _interrupts_not_lost():
+    """Ctrl-C that lands in a finalizer still stops the job, without a traceback.
+
+    Python raises KeyboardInterrupt wherever the main thread is; inside a
+    ``__del__`` (numba's compiler objects are collected at any time) it
+    can only print "Exception ignored ... Traceback" and drop it, and the
+    run goes on.  While training, such an interrupt is delivered again to
+    the main thread (``_thread.interrupt_main``) from a short-lived thread,
+    so that it is raised after the finalizer and this hook have returned
+    (called from the main thread itself it would be raised inside the
+    hook, and dropped again); other unraisable errors are reported as
+    before.
+    """
+    import _thread
+    import threading
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            threading.Timer(0.01, _thread.interrupt_main).start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def _train(opts, comm):
