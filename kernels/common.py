@@ -115,6 +115,30 @@ def insertion_sort(a, lo, hi):
 
 
 @numba.njit(cache=True, inline="always")
+def sort_pairs(keys, vals, lo, hi):
+    """Sort ``keys[lo:hi]`` ascending, permuting ``vals`` alongside (keys distinct).
+
+    Insertion for short ranges (no allocation), ``np.argsort`` beyond 32
+    entries so a long range never costs quadratic time.
+    """
+    if hi - lo <= 32:
+        for i in range(lo + 1, hi):
+            c = keys[i]
+            p = vals[i]
+            j = i - 1
+            while j >= lo and keys[j] > c:
+                keys[j + 1] = keys[j]
+                vals[j + 1] = vals[j]
+                j -= 1
+            keys[j + 1] = c
+            vals[j + 1] = p
+    else:
+        order = np.argsort(keys[lo:hi])
+        keys[lo:hi] = keys[lo:hi][order]
+        vals[lo:hi] = vals[lo:hi][order]
+
+
+@numba.njit(cache=True, inline="always")
 def contains(a, lo, hi, x):
     """Whether ``x`` is among ``a[lo:hi]`` (linear scan; short slices only)."""
     for i in range(lo, hi):

@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import EMPTY_KEY, probe, table_bits
+from kernels.common import EMPTY_KEY, probe, sort_pairs, table_bits
 from kernels.parallel import parallel_kernel
 
 #: The dense column map is used while ``ncols <= DENSE_MAP_FACTOR * (entries
@@ -160,21 +160,9 @@ def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits
                 out_idx[f] = map_pos[m]
                 src[f] = q
                 f += 1
-        # Sort the row's (output column, source) pairs by output column:
-        # in place by insertion (a row selects few entries; np.argsort would
-        # allocate three arrays per row).  Output columns are distinct within
-        # a row, so the order is the same as a stable sort's.
-        lo = out_ptr[i]
-        for a in range(lo + 1, out_ptr[i + 1]):
-            key = out_idx[a]
-            s = src[a]
-            b = a - 1
-            while b >= lo and out_idx[b] > key:
-                out_idx[b + 1] = out_idx[b]
-                src[b + 1] = src[b]
-                b -= 1
-            out_idx[b + 1] = key
-            src[b + 1] = s
+        # Sort the row's (output column, source) pairs by output column
+        # (distinct within a row), in place for the usual short rows.
+        sort_pairs(out_idx, src, out_ptr[i], out_ptr[i + 1])
     out_val = np.empty(nnz if hv else 0, val.dtype)
     if hv:
         for t in prange(nnz):

@@ -32,6 +32,7 @@ from kernels.common import KernelLimitError
 from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
+from kernels.common import sort_pairs
 from kernels.parallel import parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
@@ -40,24 +41,6 @@ from kernels.parallel import parallel_kernel
 GROUP_LIMIT = 2 ** 32
 
 
-@numba.njit(cache=True, inline="always")
-def _sort_row(cols, perm, lo, hi):
-    """Sort cols[lo:hi] ascending, permuting perm alongside."""
-    if hi - lo <= 32:
-        for i in range(lo + 1, hi):
-            c = cols[i]
-            p = perm[i]
-            j = i - 1
-            while j >= lo and cols[j] > c:
-                cols[j + 1] = cols[j]
-                perm[j + 1] = perm[j]
-                j -= 1
-            cols[j + 1] = c
-            perm[j + 1] = p
-    else:
-        order = np.argsort(cols[lo:hi])
-        cols[lo:hi] = cols[lo:hi][order]
-        perm[lo:hi] = perm[lo:hi][order]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,7 +157,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
             for t in range(lo, hi):
                 out_idx[t] = cnt[g] + local[t]
                 perm[t] = t + nnz_base
-            _sort_row(out_idx, perm, lo, hi)
+            sort_pairs(out_idx, perm, lo, hi)
     first_dup = -1
     for g in range(G):
         if dup[g] >= 0:
@@ -269,7 +252,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
                         tmp_src[f] = e
                         f += 1
                 cnt[i + 1] = f - ub[i]
-                _sort_row(tmp_idx, tmp_src, ub[i], f)
+                sort_pairs(tmp_idx, tmp_src, ub[i], f)
     for i in range(nr):
         cnt[i + 1] += cnt[i]
     out_idx = np.empty(cnt[nr], np.int64)
