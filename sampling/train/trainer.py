@@ -287,9 +287,19 @@ class Trainer:
         # the same seeds, and an epoch has about as many steps, for every p.
         self.minibatch_size = -(-opts.batch_size // self.size)
         self.bulk_size = self._plan_bulk()
+        self._shares = None
         if self.partition is not None and opts.split == "part":
+            from sampling.batches import seeds_by_part
+            # Fixed for the run: every epoch cuts these shares in its own order.
+            self._shares = seeds_by_part(self.store.splits["train"], self.partition, self.size,
+                                         opts.replication)
+            steps = self._part_steps()
+            fewest = min(a.size for a in self._shares)
             with C.collective_checks(self.comm):
-                self._epoch_plan(0)  # a share too small for the minibatches raises here
+                if fewest < steps:
+                    raise UsageError(f"--split part: {fewest} training vertices on some "
+                                     f"rank cannot fill {steps} minibatches; lower "
+                                     "--batch-size or use --split global")
         if self.store.cache_fraction > 0 and self.store.cache_policy == "frequency":
             self._warm_cache()
 
@@ -339,22 +349,17 @@ class Trainer:
         """
         from sampling import epoch_batches
         from sampling.base import owned_batches
-        from sampling.batches import seeds_by_part, step_major_bulks
+        from sampling.batches import step_major_bulks
         o = self.opts
         train = self.store.splits["train"]
         batches = epoch_batches(train, self.minibatch_size, seed=o.seed, epoch=epoch)
-        if o.split == "global" or self.partition is None:
+        if self._shares is None:
             return batches, self._bulks(len(batches))
         p = self.size
         order = np.concatenate(batches)  # the epoch's shuffle
-        shares = seeds_by_part(train, self.partition, p, o.replication)
-        steps = -(-max(a.size for a in shares) // self.minibatch_size)
-        if min(a.size for a in shares) < steps:
-            raise UsageError(f"--split part: {min(a.size for a in shares)} training vertices "
-                             f"on some rank cannot fill {steps} minibatches; lower "
-                             "--batch-size or use --split global")
+        steps = self._part_steps()
         per_rank = []
-        for share in shares:
+        for share in self._shares:
             mine = order[np.isin(order, share, assume_unique=True)]
             per_rank.append(np.array_split(mine, steps))
         batches = [per_rank[r][s] for s in range(steps) for r in range(p)]
@@ -364,6 +369,10 @@ class Trainer:
             lambda k, r: (owned_batches(k, D.layout, r, self.sampler._by_process_row)
                           if D is not None else self._own(k, r)))
         return batches, bulks
+
+    def _part_steps(self):
+        """Steps per epoch with ``split='part'``: enough minibatches for the largest share."""
+        return -(-max(a.size for a in self._shares) // self.minibatch_size)
 
     def partition_report(self):
         """Lines on the partition of a partitioned run: edge cut and per-part balance.
