@@ -1,0 +1,322 @@
+#!/usr/bin/env python
+"""GPU benchmark in one command: the GPU tests, then samplers and SpGEMM on the device.
+
+    python benchmarks/bench_gpu.py [--quick] [--no-tests] [--profile]
+        [--sections tests,equal,graphsage,layerwise,spgemm] [--out PATH]
+
+On a machine with a CUDA GPU, cupy and numba-cuda:
+
+1. **tests**: ``pytest -m gpu`` plus every test parametrised over the
+   ``backend`` fixture on its ``cupy`` case (each CUDA kernel against its
+   CPU twin, each operator on cupy arrays against scipy).
+2. **equal**: GraphSAGE (without and with replacement), LADIES and FastGCN
+   give the same minibatches on the GPU as on the CPU for the same seed.
+3. **graphsage**: fused GraphSAGE [15, 10, 5] on R-MAT scale 20 (edge factor
+   16, seed 0), bulks of k minibatches of 1,024 random seeds: ms per bulk,
+   ms per minibatch and sampled edges per second (SEPS).
+4. **layerwise**: LADIES and FastGCN, layers [512, 512], 1,024 seeds, in a
+   bulk of 16 and one minibatch per call.
+5. **spgemm**: ``spla.mxm`` (plus_times, float32) against
+   ``cupyx.scipy.sparse`` (cuSPARSE) on the same operands: ``A @ A`` of
+   R-MAT scale 16 and 18 and ``Q @ A`` with Q selecting 100,000 rows of
+   scale 20 (the sampler's product); the results are compared too.
+
+Times are the median of ``--repeats`` timed runs after a warm-up, with the
+device synchronised before the clock stops.  ``--profile`` adds the
+host-side profile (cProfile, top functions by own time) of one GraphSAGE
+bulk of 16 and one LADIES bulk, which shows where launch and
+synchronisation overheads go.  Results go to
+``benchmarks/results/gpu_<device>.md`` (e.g. ``gpu_h100.md``) unless
+``--out`` says otherwise.  On a machine without a GPU the script exits with
+status 2 and says what is missing.
+"""
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import re
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+SECTIONS = ("tests", "equal", "graphsage", "layerwise", "spgemm")
+TEST_FILES = ("test_cuda_kernels.py", "test_topk_cuda.py", "test_ops.py", "test_topk.py",
+              "test_conversions.py", "test_features.py", "test_from_edge_index.py",
+              "test_loader.py", "test_partition.py")
+
+
+def require_gpu():
+    """cupy and numba.cuda with a device, or exit 2 with the reason."""
+    try:
+        import cupy
+        from numba import cuda
+        if not cuda.is_available():
+            raise RuntimeError("numba.cuda.is_available() is False (no driver or no device)")
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - no cupy, no driver, no device: one message
+        print(f"bench_gpu.py: needs a CUDA GPU with cupy and numba-cuda; {exc}",
+              file=sys.stderr)
+        sys.exit(2)
+    return cupy
+
+
+def device_name(cupy):
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return name, int(props["totalGlobalMem"])
+
+
+def device_slug(name):
+    """``gpu_<slug>.md``: the model number of the card (h100, a100, ...)."""
+    m = re.search(r"\b([A-Z]\d{2,4}[A-Z]?)\b", name.upper())
+    return (m.group(1) if m else re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")).lower()
+
+
+def timed(fn, repeats, sync):
+    fn()
+    sync()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+# -- sections ---------------------------------------------------------------------------
+
+def run_tests(out):
+    files = [os.path.join("tests", f) for f in TEST_FILES]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+           "-W", "ignore", "-k", "cupy or gpu", *files]
+    try:
+        import xdist  # noqa: F401 - spread the tests over the host's cores when it is there
+        cmd[3:3] = ["-n", str(min(8, os.cpu_count() or 1))]
+    except ImportError:
+        pass
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    summary = lines[-1] if lines else "(no output)"
+    if proc.returncode != 0:
+        print("\n".join(lines[-60:]), flush=True)
+    print(f"GPU tests: {summary} ({wall:.0f} s)", flush=True)
+    out.append("## GPU tests\n")
+    out.append(f"`{' '.join(['python', *cmd[1:]])}`: **{summary}** ({wall:.0f} s)\n")
+    return proc.returncode == 0
+
+
+def same_minibatches(a, b):
+    import spla
+    to_host = spla.backend.to_host
+    return all(x.adj.to("cpu").isequal(y.adj.to("cpu"))
+               and np.array_equal(to_host(x.src_nodes), to_host(y.src_nodes))
+               for ma, mb in zip(a, b) for x, y in zip(ma.blocks, mb.blocks))
+
+
+def check_equal(cupy, out):
+    import sampling
+    import sampling.datasets
+    rng = np.random.default_rng(0)
+    A = sampling.datasets.load("cora").A
+    Ag = A.to("cuda")
+    seeds = [rng.choice(A.nrows, 64, replace=False) for _ in range(4)]
+    makers = {"GraphSAGE": lambda G: sampling.GraphSAGE(G, fanouts=[5, 5]),
+              "GraphSAGE, replace": lambda G: sampling.GraphSAGE(G, fanouts=[5, 5], replace=True),
+              "LADIES": lambda G: sampling.LADIES(G, layer_sizes=[64, 64]),
+              "FastGCN": lambda G: sampling.FastGCN(G, layer_sizes=[64, 64])}
+    out.append("## GPU minibatches equal the CPU's (Cora, 4 x 64 seeds, seed 3)\n")
+    ok = True
+    for name, make in makers.items():
+        cpu = make(A).sample(seeds, seed=3)
+        gpu = make(Ag).sample([cupy.asarray(s) for s in seeds], seed=3)
+        same = same_minibatches(cpu, gpu)
+        ok &= same
+        print(f"{name}: GPU == CPU {same}", flush=True)
+        out.append(f"- {name}: {'equal' if same else '**DIFFERENT**'}")
+    out.append("")
+    return ok
+
+
+def graphsage(cupy, args, out, G):
+    import sampling
+    sync = cupy.cuda.Device().synchronize
+    rng = np.random.default_rng(1)
+    n = G.nrows
+    out += ["## GraphSAGE [15, 10, 5], R-MAT scale %d, 1,024 seeds per minibatch\n" % args.scale,
+            "| bulk k | ms per bulk | ms per minibatch | sampled edges per minibatch | SEPS |",
+            "|---|---|---|---|---|"]
+    for k in args.bulks:
+        batches = [cupy.asarray(rng.choice(n, 1024, replace=False)) for _ in range(k)]
+        s = sampling.GraphSAGE(G, [15, 10, 5])
+        mbs = s.sample(batches, seed=1, epoch=0)
+        sync()
+        edges = sum(int(b.adj.nnz) for mb in mbs for b in mb.blocks)
+        del mbs
+        epoch = iter(range(1, 10**6))
+        t = timed(lambda: s.sample(batches, seed=1, epoch=next(epoch)), args.repeats, sync)
+        seps = edges / t
+        print(f"GraphSAGE k={k}: {t * 1e3:.1f} ms/bulk, {t / k * 1e3:.3f} ms/minibatch, "
+              f"{seps / 1e6:.1f} M SEPS", flush=True)
+        out.append(f"| {k} | {t * 1e3:.1f} | {t / k * 1e3:.3f} | {edges // k:,} | "
+                   f"{seps / 1e6:,.0f} M |")
+    out.append("")
+
+
+def layerwise(cupy, args, out, G):
+    import sampling
+    sync = cupy.cuda.Device().synchronize
+    rng = np.random.default_rng(2)
+    batches = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(16)]
+    out += ["## LADIES and FastGCN, layers [512, 512], R-MAT scale %d, 1,024 seeds\n" % args.scale,
+            "| sampler | bulk of 16: ms per minibatch | one per call: ms per minibatch |",
+            "|---|---|---|"]
+    for name, cls in (("LADIES", sampling.LADIES), ("FastGCN", sampling.FastGCN)):
+        s = cls(G, [512, 512])
+        bulk = timed(lambda: s.sample(batches, seed=1), args.repeats, sync) / len(batches)
+        one = timed(lambda: [s.sample([b], seed=1, batch_ids=[i]) for i, b in enumerate(batches)],
+                    args.repeats, sync) / len(batches)
+        print(f"{name}: bulk {bulk * 1e3:.2f} ms/minibatch, one per call {one * 1e3:.2f} ms",
+              flush=True)
+        out.append(f"| {name} | {bulk * 1e3:.2f} | {one * 1e3:.2f} |")
+    out.append("")
+
+
+def spgemm(cupy, args, out):
+    import spla
+    from spla.generators import rmat
+    sync = cupy.cuda.Device().synchronize
+    out += ["## SpGEMM: `spla.mxm` (plus_times, float32) against cupyx.scipy.sparse (cuSPARSE)\n",
+            "| product | nnz(C) | ours ms | cupyx ms | cupyx / ours | same result |",
+            "|---|---|---|---|---|---|"]
+    cases = []
+    for scale in args.spgemm_scales:
+        A = rmat(scale, 16, seed=0)
+        A = A.with_values(np.ones(A.nnz, np.float32)).to("cuda")
+        cases.append((f"A @ A, scale {scale}", A, A))
+    big = rmat(args.scale, 16, seed=0)
+    big = big.with_values(np.ones(big.nnz, np.float32)).to("cuda")
+    rows = np.sort(np.random.default_rng(3).choice(big.nrows, 100_000, replace=False))
+    Q = spla.Matrix.from_csr(np.arange(rows.size + 1), rows, np.ones(rows.size, np.float32),
+                             (rows.size, big.nrows)).to("cuda")
+    cases.append((f"Q @ A, 100k rows of scale {args.scale}", Q, big))
+    for name, X, Y in cases:
+        Xc, Yc = X.to_cupyx(), Y.to_cupyx()
+        ours = timed(lambda: spla.mxm(X, Y), args.repeats, sync)
+        theirs = timed(lambda: Xc @ Yc, args.repeats, sync)
+        C = spla.mxm(X, Y)
+        R = Xc @ Yc
+        R.sum_duplicates()
+        R.sort_indices()
+        same = (C.nnz == R.nnz and bool(cupy.array_equal(C.to_cupyx().indices, R.indices))
+                and bool(cupy.allclose(C.to_cupyx().data, R.data, rtol=1e-5)))
+        print(f"{name}: ours {ours * 1e3:.2f} ms, cupyx {theirs * 1e3:.2f} ms "
+              f"({theirs / ours:.2f}x), same {same}", flush=True)
+        out.append(f"| {name} | {C.nnz:,} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | "
+                   f"{theirs / ours:.2f}x | {same} |")
+        del C, R
+    out.append("")
+
+
+def profile(cupy, out, G):
+    import sampling
+    sync = cupy.cuda.Device().synchronize
+    rng = np.random.default_rng(4)
+    batches = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(16)]
+    out.append("## Host-side profile (cProfile, own time), one bulk of 16\n")
+    for name, s in (("GraphSAGE [15, 10, 5]", sampling.GraphSAGE(G, [15, 10, 5])),
+                    ("LADIES [512, 512]", sampling.LADIES(G, [512, 512]))):
+        s.sample(batches, seed=1)
+        sync()
+        prof = cProfile.Profile()
+        prof.enable()
+        s.sample(batches, seed=1, epoch=1)
+        sync()
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
+        text = buf.getvalue()
+        print(name, "\n", text, flush=True)
+        out += [f"### {name}\n", "```", text.strip(), "```", ""]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sections", default=",".join(SECTIONS),
+                   help="comma-separated subset of: " + ", ".join(SECTIONS))
+    p.add_argument("--quick", action="store_true", help="scale 16, bulks 4 and 16, 2 repeats")
+    p.add_argument("--no-tests", action="store_true", help="skip the GPU test run")
+    p.add_argument("--profile", action="store_true", help="add the host-side profile")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--out", default=None, help="results file (default: results/gpu_<device>.md)")
+    args = p.parse_args(argv)
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    bad = sorted(set(sections) - set(SECTIONS))
+    if bad:
+        p.error(f"--sections: unknown {bad}; expected a subset of {list(SECTIONS)}")
+    if args.no_tests and "tests" in sections:
+        sections.remove("tests")
+    args.scale, args.bulks, args.spgemm_scales = 20, (16, 64, 256), (16, 18)
+    if args.quick:
+        args.scale, args.bulks, args.spgemm_scales, args.repeats = 16, (4, 16), (14,), 2
+
+    cupy = require_gpu()
+    name, mem = device_name(cupy)
+    path = args.out or os.path.join(HERE, "results", f"gpu_{device_slug(name)}.md")
+    command = "python benchmarks/bench_gpu.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    t0 = time.perf_counter()
+    out = [f"# GPU benchmark on one {name}\n",
+           f"- Command: `{command.strip()}`",
+           f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+           f"- Device: {name}, {mem / 2**30:.0f} GiB; host {os.cpu_count()} CPU cores",
+           f"- Versions: {versions(cupy)}", ""]
+    print("\n".join(out), flush=True)
+    ok = True
+    if "tests" in sections:
+        ok &= run_tests(out)
+    if "equal" in sections:
+        ok &= check_equal(cupy, out)
+    G = None
+    if {"graphsage", "layerwise"} & set(sections) or args.profile:
+        from spla.generators import rmat
+        G = rmat(args.scale, 16, seed=0).to("cuda")
+    if "graphsage" in sections:
+        graphsage(cupy, args, out, G)
+    if "layerwise" in sections:
+        layerwise(cupy, args, out, G)
+    if "spgemm" in sections:
+        spgemm(cupy, args, out)
+    if args.profile:
+        profile(cupy, out, G)
+    out.insert(5, f"- Wall time {time.perf_counter() - t0:.0f} s\n")
+    from machine import write_results
+    write_results(path, "\n".join(out) + "\n")
+    print("wrote", path, flush=True)
+    return 0 if ok else 1
+
+
+def versions(cupy):
+    from importlib import metadata
+    found = []
+    for dist in ("numba", "numba-cuda", "numpy", "scipy"):
+        try:
+            found.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    found.append(f"cupy {cupy.__version__}")
+    return ", ".join(found)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
