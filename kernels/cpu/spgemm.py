@@ -245,7 +245,10 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
 @numba.njit(cache=True, inline="always")
 def gather_row_fill(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
                     onev, f, out_idx, out_val):
-    """Row ``i`` of a row-gather product into ``out[f:]`` (the CUDA twin calls it too)."""
+    """Row ``i`` of a row-gather product into ``out[f:]``.
+
+    The CUDA twin writes the same entries, one thread per entry.
+    """
     if a_ptr[i + 1] > a_ptr[i]:
         p = a_ptr[i]
         k = a_idx[p]

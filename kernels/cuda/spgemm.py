@@ -3,87 +3,93 @@
 Twin of ``kernels.cpu.spgemm``.  A dense per-row accumulator is out of the
 question on a GPU, so both passes use ESC (expand, sort, compress):
 
-1. **count**: one thread per row of A sums the lengths of the rows of B it
-   touches; a scan gives each row its slice of an expansion buffer.
-2. **expand**: one thread per row of A writes ``(row, column[, product])`` for
-   every pair ``(p, q)`` in the order the CPU kernel visits them (A's entries
-   of the row ascending, then B's entries ascending).
+1. **count**: each entry ``p`` of A contributes the length of row
+   ``a_idx[p]`` of B; a scan over A's entries gives each entry its slice of
+   an expansion buffer (entries in row order, so rows get contiguous slices).
+2. **expand**: one thread per *product* ``t`` finds its entry of A and its
+   row by binary search in the scans and writes ``(row, column[, product])``:
+   the buffer holds the pairs ``(p, q)`` in the order the CPU kernel visits
+   them (A's entries of the row ascending, then B's entries ascending).
+   Per-product threads keep the GPU busy whatever the shape: a few rows with
+   huge products (LADIES' one row per minibatch, hub rows of an R-MAT graph)
+   would leave one thread per row doing all the work.
 3. **sort**: a stable sort by (row, column), so each run of equal
    coordinates keeps the expansion order.
 4. **compress**: ``spgemm_symbolic`` counts the runs per row;
    ``spgemm_numeric`` reduces each run with one thread, adding the terms in
    the CPU kernel's order, so floating-point sums are bit-identical.
 
+Steps 2-4 run over chunks of whole rows of at most ``CHUNK_PRODUCTS``
+products, so the memory is bounded by the chunk, not the product.
+
 Products are stored to the expansion buffer before they are added, so the
 GPU compiler cannot contract ``acc + a * b`` into a fused multiply-add that
 the CPU does not do.
 
-``spgemm_gather`` (A with at most one entry per row) is one thread per row
-copying a scaled row of B.
+``spgemm_gather`` (A with at most one entry per row) is one thread per
+output entry, which finds its row by binary search: a hub row of B is copied
+by many threads, not one.
 """
 
+import numba
 import numpy as np
 from numba import cuda
 
-from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
-                                stable_order)
+from kernels.cuda._util import (BLOCK, SIM, _xp, blocks, device, host_int, scan,
+                                stable_order, to_host)
 from kernels.common import index_dtype
-from kernels.cpu import spgemm as _cpu_spgemm
+from kernels.common import lower_bound as _lower_bound
 from kernels.semiring_ops import add_op as _add_op
 from kernels.semiring_ops import mul_op as _mul_op
 
 add_op = device(_add_op)
 mul_op = device(_mul_op)
-gather_row_fill = device(_cpu_spgemm.gather_row_fill)
+lower_bound = device(_lower_bound)
+
+#: Products expanded at once: rows are cut into chunks of at most this many
+#: products (a row with more is a chunk alone), so the ESC buffers (about 40
+#: bytes per product with the sort's) stay bounded whatever the product's
+#: size.  Tiny under the simulator, where the tests' inputs are tiny, so the
+#: chunked path is what they check.
+CHUNK_PRODUCTS = 7 if SIM else 1 << 26
+
+
+@numba.njit(cache=True, inline="always")
+def _locate_product(t, ent, a_ptr, a_idx, b_ptr):
+    """Product ``t``'s row of A, entry of A and entry of B (binary searches)."""
+    p = _lower_bound(ent, 0, ent.size, t + 1) - 1
+    i = _lower_bound(a_ptr, 0, a_ptr.size, p + 1) - 1
+    k = a_idx[p]
+    return i, p, b_ptr[k] + (t - ent[p])
+
+
+_locate = device(_locate_product)
 
 
 @cuda.jit(cache=True)
-def _count_products(a_ptr, a_idx, b_ptr, counts):
-    """``counts[i + 1]``: number of products of row ``i`` (``counts[0] == 0``)."""
-    n = a_ptr.size - 1
+def _expand_structure(a_ptr, a_idx, b_ptr, b_idx, ent, t0, r0, e_row, e_col):
+    """Products ``t0 + u`` for ``u < e_row.size``: local row ``i - r0``, column."""
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        c = 0
-        for p in range(a_ptr[i], a_ptr[i + 1]):
-            k = a_idx[p]
-            c += b_ptr[k + 1] - b_ptr[k]
-        counts[i + 1] = c
-
-
-@cuda.jit(cache=True)
-def _expand_structure(a_ptr, a_idx, b_ptr, b_idx, off, e_row, e_col):
-    n = a_ptr.size - 1
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        f = off[i]
-        for p in range(a_ptr[i], a_ptr[i + 1]):
-            k = a_idx[p]
-            for q in range(b_ptr[k], b_ptr[k + 1]):
-                e_row[f] = i
-                e_col[f] = b_idx[q]
-                f += 1
+    for u in range(start, e_row.size, stride):
+        i, p, q = _locate(t0 + u, ent, a_ptr, a_idx, b_ptr)
+        e_row[u] = i - r0
+        e_col[u] = b_idx[q]
 
 
 @cuda.jit(cache=True)
 def _expand_values(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
-                   one, off, e_row, e_col, e_val):
-    n = a_ptr.size - 1
+                   one, ent, t0, r0, e_row, e_col, e_val):
     onev = one[0]
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        f = off[i]
-        for p in range(a_ptr[i], a_ptr[i + 1]):
-            k = a_idx[p]
-            av = a_val[p] if a_hv else onev
-            for q in range(b_ptr[k], b_ptr[k + 1]):
-                bv = b_val[q] if b_hv else onev
-                e_row[f] = i
-                e_col[f] = b_idx[q]
-                e_val[f] = mul_op(mul, av, bv, onev)
-                f += 1
+    for u in range(start, e_row.size, stride):
+        i, p, q = _locate(t0 + u, ent, a_ptr, a_idx, b_ptr)
+        av = a_val[p] if a_hv else onev
+        bv = b_val[q] if b_hv else onev
+        e_row[u] = i - r0
+        e_col[u] = b_idx[q]
+        e_val[u] = mul_op(mul, av, bv, onev)
 
 
 @cuda.jit(cache=True)
@@ -120,22 +126,28 @@ def _gather_count(a_ptr, a_idx, b_ptr, counts):
 @cuda.jit(cache=True)
 def _gather_fill(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
                  one, out_ptr, out_idx, out_val):
-    n = a_ptr.size - 1
     onev = one[0]
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        gather_row_fill(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
-                        onev, out_ptr[i], out_idx, out_val)
+    for t in range(start, out_idx.size, stride):
+        # The row whose slice of the output holds t; it has exactly one
+        # entry of A, since its slice is not empty.
+        i = lower_bound(out_ptr, 0, out_ptr.size, t + 1) - 1
+        p = a_ptr[i]
+        k = a_idx[p]
+        q = b_ptr[k] + (t - out_ptr[i])
+        av = a_val[p] if a_hv else onev
+        bv = b_val[q] if b_hv else onev
+        out_idx[t] = b_idx[q]
+        out_val[t] = mul_op(mul, av, bv, onev)
 
 
-def _offsets(xp, a_ptr, a_idx, b_ptr):
-    """Row offsets into the expansion buffer, and its size."""
-    n = a_ptr.size - 1
-    counts = xp.zeros(n + 1, np.int64)
-    _count_products[blocks(n), BLOCK](a_ptr, a_idx, b_ptr, counts)
-    off = scan(xp, counts)
-    return off, host_int(off[n])
+def _entry_offsets(xp, a_idx, b_ptr):
+    """Scan of the products per entry of A (``ent[p]``: entry p's first), and their total."""
+    k = a_idx.astype(np.int64)
+    ent = xp.zeros(a_idx.size + 1, np.int64)
+    ent[1:] = xp.cumsum(b_ptr[k + 1] - b_ptr[k])
+    return ent, host_int(ent[-1])
 
 
 def _runs(xp, e_row, e_col, nrows, ncols):
@@ -150,22 +162,39 @@ def _runs(xp, e_row, e_col, nrows, ncols):
     return order, sr, xp.flatnonzero(new)
 
 
+def _row_chunks(a_ptr, ent, total):
+    """Row ranges ``(r0, r1, t0, t1)`` whose products ``[t0, t1)`` number at most
+    ``CHUNK_PRODUCTS`` (a row with more is a chunk alone)."""
+    n = a_ptr.size - 1
+    if total <= CHUNK_PRODUCTS:
+        return [(0, n, 0, total)]
+    row_off = to_host(ent[a_ptr])  # products before each row: n + 1 int64
+    chunks, r0 = [], 0
+    while r0 < n:
+        r1 = int(np.searchsorted(row_off, row_off[r0] + CHUNK_PRODUCTS, side="right")) - 1
+        r1 = min(n, max(r1, r0 + 1))
+        chunks.append((r0, r1, int(row_off[r0]), int(row_off[r1])))
+        r0 = r1
+    return chunks
+
+
 def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
     """Exclusive-scanned row pointer of ``A @ B`` (structure only)."""
     xp = _xp(a_ptr)
     n = a_ptr.size - 1
     if n <= 0:
         return xp.zeros(max(n, 0) + 1, np.int64)
-    off, total = _offsets(xp, a_ptr, a_idx, b_ptr)
+    ent, total = _entry_offsets(xp, a_idx, b_ptr)
     out_ptr = xp.zeros(n + 1, np.int64)
-    if total == 0:
-        return out_ptr
-    e_row = xp.empty(total, np.int64)
-    e_col = xp.empty(total, np.int64)
-    _expand_structure[blocks(n), BLOCK](a_ptr, a_idx, b_ptr, b_idx, off,
-                                        e_row, e_col)
-    _, sr, starts = _runs(xp, e_row, e_col, n, ncols)
-    out_ptr[1:] = xp.bincount(sr[starts], minlength=n)
+    for r0, r1, t0, t1 in _row_chunks(a_ptr, ent, total):
+        if t1 == t0:
+            continue
+        e_row = xp.empty(t1 - t0, np.int64)
+        e_col = xp.empty(t1 - t0, np.int64)
+        _expand_structure[blocks(t1 - t0), BLOCK](a_ptr, a_idx, b_ptr, b_idx, ent, t0, r0,
+                                                  e_row, e_col)
+        _, sr, starts = _runs(xp, e_row, e_col, r1 - r0, ncols)
+        out_ptr[1 + r0:1 + r1] = xp.bincount(sr[starts], minlength=r1 - r0)
     return scan(xp, out_ptr)
 
 
@@ -180,19 +209,25 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     nnz = host_int(out_ptr[n]) if n > 0 else 0
     if nnz == 0:
         return xp.zeros(0, idx_dtype), xp.zeros(0, one.dtype)
-    off, total = _offsets(xp, a_ptr, a_idx, b_ptr)
-    e_row = xp.empty(total, np.int64)
-    e_col = xp.empty(total, np.int64)
-    e_val = xp.empty(total, one.dtype)
-    _expand_values[blocks(n), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
-                                     b_idx, b_val, bool(b_hv), mul, one, off,
-                                     e_row, e_col, e_val)
-    order, _, starts = _runs(xp, e_row, e_col, n, ncols)
-    m = starts.size
-    out_idx = xp.empty(m, idx_dtype)
-    out_val = xp.empty(m, one.dtype)
-    _reduce_runs[blocks(m), BLOCK](order, starts, total, e_col, e_val, add,
-                                   out_idx, out_val)
+    ent, total = _entry_offsets(xp, a_idx, b_ptr)
+    out_idx = xp.empty(nnz, idx_dtype)
+    out_val = xp.empty(nnz, one.dtype)
+    chunks = _row_chunks(a_ptr, ent, total)
+    bounds = to_host(out_ptr[np.array([c[0] for c in chunks] + [n])]) if len(chunks) > 1 \
+        else np.array([0, nnz])
+    for (r0, r1, t0, t1), o0, o1 in zip(chunks, bounds[:-1], bounds[1:]):
+        if t1 == t0:
+            continue
+        e_row = xp.empty(t1 - t0, np.int64)
+        e_col = xp.empty(t1 - t0, np.int64)
+        e_val = xp.empty(t1 - t0, one.dtype)
+        _expand_values[blocks(t1 - t0), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
+                                               b_idx, b_val, bool(b_hv), mul, one, ent,
+                                               t0, r0, e_row, e_col, e_val)
+        order, _, starts = _runs(xp, e_row, e_col, r1 - r0, ncols)
+        m = starts.size
+        _reduce_runs[blocks(m), BLOCK](order, starts, t1 - t0, e_col, e_val, add,
+                                       out_idx[int(o0):int(o1)], out_val[int(o0):int(o1)])
     return out_idx, out_val
 
 
@@ -209,7 +244,7 @@ def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
     out_idx = xp.empty(nnz, b_idx.dtype)
     out_val = xp.empty(nnz, one.dtype)
     if nnz:
-        _gather_fill[blocks(n), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
-                                       b_idx, b_val, bool(b_hv), mul, one,
-                                       out_ptr, out_idx, out_val)
+        _gather_fill[blocks(nnz), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
+                                         b_idx, b_val, bool(b_hv), mul, one,
+                                         out_ptr, out_idx, out_val)
     return out_ptr, out_idx, out_val
