@@ -22,6 +22,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spla
 
@@ -282,6 +284,28 @@ def test_spgemm_dense_and_hash_accumulators_agree(monkeypatch, ncols):
     half = len(outs) // 2
     for (_, add, dense), (_, _, hashed) in zip(outs[:half], outs[half:]):
         _assert_same(dense, hashed, f"spgemm add={add}")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 60), st.integers(1, 40), st.integers(1, 12), st.integers(0, 2 ** 31))
+def test_spgemm_chunks_are_balanced_by_products(n, nb, parts, seed):
+    """SpGEMM's row chunks cover the rows in order, and each holds at most
+    its share of the products plus one row (hub rows clustered at the top
+    must not land in one chunk)."""
+    from kernels.cpu import spgemm as K
+    rng = np.random.default_rng(seed)
+    a_ptr, a_idx, _ = _rand_csr(rng, n, nb, min(6, nb), nb)
+    # B's rows: a few hubs, mostly short (R-MAT-like skew).
+    b_deg = np.where(rng.random(nb) < 0.1, rng.integers(50, 200, nb), rng.integers(0, 4, nb))
+    b_ptr = np.concatenate([[0], np.cumsum(b_deg)]).astype(np.int64)
+    bounds = K._chunks(a_ptr, a_idx, b_ptr, parts)
+    work = np.array([b_deg[a_idx[a_ptr[i]:a_ptr[i + 1]]].sum() for i in range(n)], np.int64)
+    assert bounds[0] == 0 and bounds[-1] == n and np.all(np.diff(bounds) >= 0)
+    assert bounds.size == max(1, min(n, parts)) + 1
+    share = work.sum() / (bounds.size - 1)
+    biggest = work.max() if n else 0
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        assert work[lo:hi].sum() <= share + biggest
 
 
 def test_serial_and_parallel_twins_agree():

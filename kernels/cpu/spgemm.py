@@ -38,11 +38,33 @@ def _parts():
 
 
 @numba.njit(cache=True, nogil=True)
-def _chunks(n, parts):
+def _chunks(a_ptr, a_idx, b_ptr, parts):
+    """Row bounds of ``parts`` chunks of about equal products (not equal rows).
+
+    Heavy rows cluster (R-MAT puts its hubs at low ids), so chunks of equal
+    row counts leave one thread with most of the work; cutting where the
+    running count of products crosses each ``c / parts`` of the total keeps
+    the chunks even.  One pass over A's entries.
+    """
+    n = a_ptr.size - 1
     parts = max(1, min(n, parts))
     bounds = np.empty(parts + 1, np.int64)
-    for c in range(parts + 1):
-        bounds[c] = (n * c) // parts
+    total = np.int64(0)
+    for i in range(n):
+        total += _row_products(a_ptr, a_idx, b_ptr, i)
+    bounds[0] = 0
+    c = 1
+    run = np.int64(0)
+    for i in range(n):
+        if c >= parts:
+            break
+        run += _row_products(a_ptr, a_idx, b_ptr, i)
+        while c < parts and run * parts >= total * c:
+            bounds[c] = i + 1
+            c += 1
+    while c <= parts:
+        bounds[c] = n
+        c += 1
     return bounds
 
 
@@ -78,7 +100,7 @@ def _spgemm_work(a_ptr, a_idx, b_ptr, *rest):
 def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, parts):
     n = a_ptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
-    bounds = _chunks(n, parts)
+    bounds = _chunks(a_ptr, a_idx, b_ptr, parts)
     for c in prange(bounds.size - 1):
         total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
         if ncols <= DENSE_ACC_FACTOR * total:
@@ -179,7 +201,7 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     onev = one[0]
     # plus_times on valued operands is the common case: a branch-free loop.
     fast = add == ADD_PLUS and mul == MUL_TIMES and a_hv and b_hv
-    bounds = _chunks(n, parts)
+    bounds = _chunks(a_ptr, a_idx, b_ptr, parts)
     for c in prange(bounds.size - 1):
         total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
         if ncols > DENSE_ACC_FACTOR * total:
