@@ -58,6 +58,7 @@ inference: every boundary vertex kept (q = 1), outside the epoch's byte and
 time counters.
 """
 
+import dataclasses
 import math
 import numbers
 import resource
@@ -324,7 +325,9 @@ class BoundaryGraph:
         seed = int(as_u64(func, "seed", seed))
         epoch = int(as_u64(func, "epoch", epoch))
         if q >= 1.0 and self._full is not None:
-            return self._full
+            # Nothing drawn at q = 1: the same structure every epoch (the
+            # epoch still keys the dropout masks).
+            return dataclasses.replace(self._full, seed=seed, epoch=epoch)
         kept = keep_mask(self.boundary, q, seed=seed, epoch=epoch)
         send = keep_mask(self.send_gids, q, seed=seed, epoch=epoch)
         n = self.num_inner
