@@ -82,6 +82,7 @@ KINDS = {"gcn": "gcn", "sage": "mean"}  # the aggregation matrix of each model
 # streams), one per (epoch, layer).
 _DROPOUT_STREAM = 1 << 48
 _MAX_LAYERS = 1 << 8
+_INT_MAX = 2 ** 31 - 1  # MPI counts are C ints
 
 
 def _torch(func):
@@ -427,10 +428,31 @@ class CommStats:
 
 
 def _alltoallv_rows(comm, rows, send_counts, recv_counts, op, stats):
-    """All-to-allv of the rows of a 2-D numpy array (grouped by destination rank)."""
+    """All-to-allv of the rows of a 2-D numpy array (grouped by destination rank).
+
+    Both sides know the counts (the kept set is drawn, not negotiated), so
+    one ``MPI_Alltoallv`` does it: ``spla.comm.alltoallv`` would first
+    exchange the counts and agree on rounds (three more collectives per
+    call, which cost more than the data on small graphs and oversubscribed
+    cores).  Messages over 2**31 - 1 elements go through
+    ``spla.comm.alltoallv``.  Bytes are counted under ``op``
+    (``spla.comm.counting``).
+    """
     dim = rows.shape[1]
     t0 = time.perf_counter()
-    recv, _ = C.alltoallv(comm, np.ascontiguousarray(rows).reshape(-1), send_counts * dim, op)
+    send = np.ascontiguousarray(rows).reshape(-1)
+    sc, rc = send_counts * dim, recv_counts * dim
+    if max(int(sc.sum()), int(rc.sum())) < _INT_MAX:
+        recv = np.empty(int(rc.sum()), send.dtype)
+        mpitype = C.mpi_type(send.dtype)
+        comm.Alltoallv([send, (sc.astype(np.int32), C.counts_displs(sc)[1].astype(np.int32)),
+                        mpitype],
+                       [recv, (rc.astype(np.int32), C.counts_displs(rc)[1].astype(np.int32)),
+                        mpitype])
+        me = comm.Get_rank()
+        C.record(op, (int(sc.sum()) - int(sc[me])) * send.dtype.itemsize)
+    else:
+        recv, _ = C.alltoallv(comm, send, sc, op)
     if stats is not None:
         me = comm.Get_rank()
         item = rows.dtype.itemsize
@@ -981,19 +1003,16 @@ class BNSTrainer:
         val = self.evaluate("val") if validate else float("nan")
         eval_s = time.perf_counter() - t0
         row = [self.graph.num_inner, self.graph.num_boundary, sample.num_kept,
-               stats.bytes_sent, stats.bytes_received, self._work_bytes(sample), _peak_rss()]
-        ints = self._gather_int(row)
-        secs = self._gather_float([elapsed - comm_s, comm_s, eval_s])
+               stats.bytes_sent, stats.bytes_received, self._work_bytes(sample), _peak_rss(),
+               elapsed - comm_s, comm_s, eval_s]
+        # One Allgather for the report (counts below 2**53 are exact in float64).
+        allr = self._gather_float(row)
+        ints = allr[:, :7].astype(np.int64)
         s = BNSEpochStats(epoch + 1, total_loss / n_train, val, self.q, *ints.T,
-                          compute_s=secs[:, 0], comm_s=secs[:, 1], allreduce_bytes=ar_bytes,
-                          eval_s=float(secs[:, 2].max()))
+                          compute_s=allr[:, 7], comm_s=allr[:, 8], allreduce_bytes=ar_bytes,
+                          eval_s=float(allr[:, 9].max()))
         self.history.append(s)
         return s
-
-    def _gather_int(self, values):
-        if self.size == 1:
-            return np.asarray([values], np.int64)
-        return C.allgather_int(self.comm, values)
 
     def _gather_float(self, values):
         v = np.asarray(values, np.float64)
