@@ -134,6 +134,7 @@ def report(args):
         a1.set_ylabel("throughput (epochs / s)")
         a2.set_ylabel("boundary MB per epoch")
         a2.set_yscale("symlog", linthresh=0.01)
+        a2.set_ylim(bottom=0)
         fig.suptitle(f"BNS-GCN on {data['dataset']}, {data['ranks']} ranks", fontsize=10)
         fig.tight_layout()
         fig.savefig(args.png, dpi=120)

@@ -841,7 +841,8 @@ class BNSTrainer:
         q, the probability of keeping a boundary vertex in an epoch.
     partition : 'block', 'metis' or spla.partition.Partition, default 'block'
         One part per rank ('metis' needs pymetis; computed on rank 0 and
-        broadcast).  Every part must be non-empty.
+        broadcast; it balances ``1 + degree`` per part, the entries of the
+        rows).  Every part must be non-empty.
     hidden, layers, dropout, lr, weight_decay, seed
         Model width and depth, dropout probability, Adam settings, and the
         seed of the initialisation, dropout masks and boundary draws.
@@ -934,7 +935,11 @@ class BNSTrainer:
         P = None
         with C.collective_checks(self.comm):
             if self.rank == 0:
-                P = spla.partition.metis(A, self.size, seed=self.seed % (2 ** 31))
+                # Balance the rows' entries (1 + degree per vertex), not the
+                # vertex counts: the aggregation's work and the activations
+                # follow the entries (BNS-GCN balances edges too).
+                P = spla.partition.metis(A, self.size, seed=self.seed % (2 ** 31),
+                                         vertex_weights=1 + A.row_degrees())
         if self.size == 1:
             return P
         part = C.bcast_int(self.comm, None if P is None else P.part, 0, A.nrows)
