@@ -898,6 +898,9 @@ class BNSTrainer:
             if isinstance(partition, spla.Partition) and partition.parts != self.size:
                 fail(InvalidValue, func, "partition", f"a partition into {self.size} parts "
                      "(one per rank)", f"{partition.parts} parts")
+            if isinstance(partition, spla.Partition) and partition.n != dataset.A.nrows:
+                fail(DimensionMismatch, func, "partition", f"a partition of the dataset's "
+                     f"{dataset.A.nrows} vertices", f"a partition of {partition.n}")
             if dataset.A.nrows < self.size:
                 fail(InvalidValue, func, "comm", f"at most {dataset.A.nrows} ranks (one "
                      "vertex per rank at least)", f"{self.size} ranks")
@@ -959,6 +962,12 @@ class BNSTrainer:
                 p.copy_(torch.from_numpy(buf[off:off + k]).view_as(p))
                 off += k
 
+    def _full_operator(self):
+        """The operator of the unsampled adjacency (q = 1), built once."""
+        if self._full_op is None:
+            self._full_op = self._op(self.graph.sample(1.0, seed=self.seed, epoch=0))
+        return self._full_op
+
     def _op(self, sample):
         from sampling.models import BlockOperator
         return BlockOperator(sample.adj, normalize=False, dtype=self.dtype)
@@ -991,7 +1000,7 @@ class BNSTrainer:
         t_start = time.perf_counter()
         stats = CommStats()
         sample = self.graph.sample(self.q, seed=self.seed, epoch=epoch)
-        op = self._op(sample)
+        op = self._full_operator() if self.q >= 1.0 else self._op(sample)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         idx, n_train = self.splits["train"]
@@ -1060,14 +1069,13 @@ class BNSTrainer:
                 fail(InvalidValue, "BNSTrainer.evaluate", "split", "'train', 'val' or "
                      "'test'", repr(split))
         full = self.graph.sample(1.0, seed=self.seed, epoch=0)
-        if self._full_op is None:
-            self._full_op = self._op(full)
+        op = self._full_operator()
         idx, n = self.splits[split]
         was = self.model.training
         self.model.eval()
         try:
             with torch.no_grad():
-                pred = self.model(self.x, self.graph, full, self._full_op).argmax(dim=1)
+                pred = self.model(self.x, self.graph, full, op).argmax(dim=1)
                 correct = int((pred[idx] == self.y[idx]).sum())
         finally:
             self.model.train(was)

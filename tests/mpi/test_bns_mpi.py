@@ -21,7 +21,7 @@ import pytest
 
 import spla
 from spla import comm as C
-from spla.exceptions import InvalidValue
+from spla.exceptions import DimensionMismatch, InvalidValue
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 torch = pytest.importorskip("torch")
@@ -166,6 +166,9 @@ def test_bad_input_raises_on_every_rank(comm, small):
     with pytest.raises(InvalidValue, match="partition"):
         bns.BNSTrainer(small, comm, partition=spla.Partition(np.zeros(small.num_nodes, int),
                                                              comm.size + 1))
+    with pytest.raises(DimensionMismatch, match="a partition of the dataset's"):
+        bns.BNSTrainer(small, comm, partition=spla.partition.block(small.num_nodes - 1,
+                                                                   comm.size))
     if comm.size > 1:
         # every vertex on rank 0: the other ranks' parts are empty
         with pytest.raises(InvalidValue, match="empty parts on rank"):
@@ -173,6 +176,28 @@ def test_bad_input_raises_on_every_rank(comm, small):
                            partition=spla.Partition(np.zeros(small.num_nodes, int), comm.size))
     # a communicator that still works afterwards
     assert C.allgather_int(comm, [1]).sum() == comm.size
+
+
+def test_main_job_reports_every_rank(comm, tmp_path):
+    import io
+    from sampling.train import TrainOptions, run
+    opts = TrainOptions(mode="bns", dataset="rmat:8", boundary_keep=0.5, epochs=2, hidden=8,
+                        threads=1, partition="metis" if "metis" in _partitions() else "block")
+    out = io.StringIO()
+    acc = run(opts, comm, out=out)
+    accs = comm.allgather(acc)
+    assert all(a == accs[0] for a in accs) and 0 <= acc <= 1
+    if comm.rank == 0:
+        text = out.getvalue()
+        assert f"boundary keep q = 0.5, {comm.size} rank(s), partition {opts.partition}" in text
+        assert bns.bns_header() in text
+        table = text[text.index("per rank"):].splitlines()[1:]
+        assert table[0].split()[:3] == ["rank", "inner", "boundary"]
+        assert [line.split()[0] for line in table[1:comm.size + 1]] == [
+            str(r) for r in range(comm.size)]
+        assert text.strip().splitlines()[-1] == f"test accuracy: {acc:.4f}"
+    else:
+        assert out.getvalue() == ""
 
 
 @pytest.mark.parametrize("name", ["cora", "citeseer"])
