@@ -226,9 +226,12 @@ class BoundaryGraph:
 
     Raises
     ------
-    DTypeError, LayoutError, DimensionMismatch, InvalidValue
-        On every rank: ``D`` is not a DistMatrix, not 1D block rows, not
-        square, or some rank holds no rows (an empty part).
+    DTypeError
+        ``D`` is not a DistMatrix (on the ranks that passed it: there is no
+        communicator to agree on).
+    LayoutError, DimensionMismatch, InvalidValue
+        On every rank: ``D`` is not 1D block rows, not square, or some rank
+        holds no rows (an empty part).
 
     Examples
     --------

@@ -44,14 +44,22 @@ def _partitions():
         return ["block"]
 
 
+def _scattered(n, p):
+    """A seeded random partition (the same on every rank): uneven, non-contiguous parts."""
+    part = np.random.default_rng(7).integers(0, p, n)
+    part[:p] = np.arange(p)  # no part empty
+    return spla.Partition(part, p, method="random")
+
+
 @pytest.mark.parametrize("kind", ["gcn", "sage"])
 def test_q1_equals_single_process_full_graph_training(comm, small, kind):
-    for part in _partitions():
+    parts = _partitions() + ([_scattered(small.num_nodes, comm.size)] if kind == "gcn" else [])
+    for part in parts:
         t = bns.BNSTrainer(small, comm, model=kind, boundary_keep=1.0, partition=part,
                            hidden=8, dropout=0.5, seed=4)
         ref = reference_losses(small, t.model, kind, 5, seed=4, dropout=0.5)
         got = [t.train_epoch(e, validate=False).loss for e in range(5)]
-        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5, err_msg=part)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5, err_msg=str(part))
         # every rank holds the same parameters after the steps
         flat = torch.cat([p.detach().reshape(-1) for p in t.model.parameters()]).double()
         sums = C.allgather_int(comm, [int(flat.abs().sum() * 1e6)])[:, 0]
@@ -75,7 +83,7 @@ def _reference_sample(small, G, q, seed, epoch):
 
 
 def test_structure_and_samples_equal_the_reference(comm, small):
-    for part in _partitions():
+    for part in _partitions() + [_scattered(small.num_nodes, comm.size)]:
         t = bns.BNSTrainer(small, comm, partition=part, hidden=4)
         G = t.graph
         # the parts cover every vertex once
