@@ -61,10 +61,9 @@ time counters.
 import dataclasses
 import math
 import numbers
-import resource
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -717,7 +716,6 @@ class BNSEpochStats:
     comm_s: np.ndarray
     allreduce_bytes: int = 0
     eval_s: float = 0.0
-    extra: dict = field(default_factory=dict)
 
     @property
     def epoch_s(self):
@@ -817,6 +815,11 @@ def _features(torch, x, rows, dtype):
 
 
 def _peak_rss():
+    """The process's peak resident memory in bytes (0 where ``resource`` is missing)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not a Unix
+        return 0
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb if sys.platform == "darwin" else kb * 1024
 
@@ -987,7 +990,7 @@ class BNSTrainer:
         total = adj.nnz * 2 * (8 + 8) + (adj.nrows + adj.ncols + 2) * 8
         x = self.x
         item = x.element_size()
-        total += x._nnz() * (16 + item) if x.is_sparse else x.numel() * item
+        total += x.values().numel() * (16 + item) if x.is_sparse else x.numel() * item
         rows = sample.num_inner + sample.num_kept
         dims = [x.shape[1]] + [self.hidden] * (self.layers - 1) + [self.num_classes]
         for d_in, d_out in zip(dims[:-1], dims[1:]):
