@@ -511,7 +511,8 @@ def exchange(h, sample, stats=None):
     aggregation.  Differentiable in ``h``: the backward pass sends the
     gradients of the received rows back to their owners and adds them to
     the owners' rows.  One all-to-allv each way; none at all when
-    ``sample.communicates`` is False (q = 0, one rank).
+    ``sample.communicates`` is False (q = 0, one rank).  Every rank of
+    the communicator calls it with its sample of the same (q, seed, epoch).
 
     Parameters
     ----------
@@ -814,6 +815,11 @@ def _features(torch, x, rows, dtype):
     return torch.from_numpy(np.array(np.asarray(x)[rows])).to(dtype)
 
 
+def _float_bits(v):
+    """A float's bit pattern as an int (exact comparison of floats between ranks)."""
+    return int(np.float64(v).view(np.int64))
+
+
 def _peak_rss():
     """The process's peak resident memory in bytes (0 where ``resource`` is missing)."""
     try:
@@ -856,9 +862,11 @@ class BNSTrainer:
 
     Raises
     ------
-    InvalidValue, DTypeError, LayoutError
+    InvalidValue, DTypeError, DimensionMismatch
         On every rank, for a bad argument on any rank (q outside [0, 1], a
-        depth < 1, a partition with other than p parts or an empty part).
+        depth < 1, a partition with other than p parts, of another number
+        of vertices, or with an empty part), or settings that differ
+        between the ranks.
 
     Examples
     --------
@@ -910,6 +918,13 @@ class BNSTrainer:
             if dataset.A.nrows < self.size:
                 fail(InvalidValue, func, "comm", f"at most {dataset.A.nrows} ranks (one "
                      "vertex per rank at least)", f"{self.size} ranks")
+        # The exchanges and the Allreduce need the same settings everywhere
+        # (a different q on one rank would mismatch the all-to-allv counts).
+        bits = _float_bits
+        C.check_same(comm, func, "(boundary_keep, seed, model, layers, hidden, dropout, lr, "
+                     "weight_decay)", [bits(self.q), self.seed % (1 << 62), MODELS.index(model),
+                                       layers, hidden, bits(dropout), bits(lr),
+                                       bits(weight_decay)], cls=InvalidValue)
         self.model_name, self.hidden, self.layers = model, hidden, layers
         self.num_classes = int(dataset.num_classes)
         self.dtype = torch.float32 if dtype is None else dtype

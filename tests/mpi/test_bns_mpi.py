@@ -171,6 +171,10 @@ def test_bad_input_raises_on_every_rank(comm, small):
         bns.BNSTrainer(small, comm, boundary_keep=1.2 if comm.rank == last else 0.5)
     with pytest.raises(InvalidValue, match="layers"):
         bns.BNSTrainer(small, comm, layers=0 if comm.rank == last else 2)
+    if comm.size > 1:
+        # valid everywhere, but not the same q on every rank
+        with pytest.raises(InvalidValue, match="must be the same on every rank"):
+            bns.BNSTrainer(small, comm, boundary_keep=0.3 if comm.rank == last else 0.5)
     with pytest.raises(InvalidValue, match="partition"):
         bns.BNSTrainer(small, comm, partition=spla.Partition(np.zeros(small.num_nodes, int),
                                                              comm.size + 1))
