@@ -21,6 +21,13 @@ and prints one row of a table: loss, validation accuracy, seconds per
 phase (sample, fetch, forward/backward, allreduce, eval), sampled edges per
 second and megabytes moved.  The last line is ``test accuracy: <value>``.
 
+``--mode bns`` trains the whole graph instead, partition-parallel with
+random boundary-vertex sampling (BNS-GCN, ``sampling.bns``; ``run_bns``,
+``--boundary-keep Q``, ``--model gcn|sage``, ``--partition block|metis``):
+one row per epoch (loss, validation accuracy, kept boundary vertices,
+megabytes sent and received, working memory, compute and communication
+seconds), then the per-rank breakdown.
+
 The pieces are importable for notebooks: ``TrainOptions``, ``Trainer``
 (``train_epoch``, ``evaluate``, ``fit``), ``format_row``, ``plot_phases``.
 ``Trainer(opts, sampler=..., model=...)`` trains a sampler instance and a

@@ -6,8 +6,10 @@ that do not apply to the run (``--fanouts`` with a layer-wise sampler,
 ``--layer-sizes`` with GraphSAGE, ``--replication`` without ``--graph
 partitioned``, ``--root`` without an ``ogbn-*`` dataset, ``--hidden`` with
 a one-layer model, ``--feature-cache`` without ``--graph partitioned``,
-``--cache-policy`` without ``--feature-cache``), then lets ``TrainOptions``
-fill in the defaults.  The help text states those defaults itself.
+``--cache-policy`` without ``--feature-cache``; ``--boundary-keep`` and
+``--model`` without ``--mode bns``, and the sampler's options with it), then
+lets ``TrainOptions`` fill in the defaults.  The help text states those
+defaults itself.
 """
 
 import argparse
@@ -217,7 +219,8 @@ def build_parser():
                         + default(",".join(map(str, d.layer_sizes))))
     p.add_argument("--layers", type=_positive_int, metavar="L",
                    help="model depth, checked against the number of fanouts / layer sizes "
-                        "(it must be equal)")
+                        "(it must be equal); --mode bns: the depth of its model (default: "
+                        "2)")
     p.add_argument("--batch-size", type=_positive_int, metavar="B",
                    help="seed vertices per optimizer step, over all ranks: under mpiexec "
                         "-n P each rank trains minibatches of ceil(B / P) seeds"
