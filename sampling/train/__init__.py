@@ -21,6 +21,13 @@ and prints one row of a table: loss, validation accuracy, seconds per
 phase (sample, fetch, forward/backward, allreduce, eval), sampled edges per
 second and megabytes moved.  The last line is ``test accuracy: <value>``.
 
+``--mode bns`` trains the whole graph instead, partition-parallel with
+random boundary-vertex sampling (BNS-GCN, ``sampling.bns``; ``run_bns``,
+``--boundary-keep Q``, ``--model gcn|sage``, ``--partition block|metis``):
+one row per epoch (loss, validation accuracy, kept boundary vertices,
+megabytes sent and received, working memory, compute and communication
+seconds), then the per-rank breakdown.
+
 The pieces are importable for notebooks: ``TrainOptions``, ``Trainer``
 (``train_epoch``, ``evaluate``, ``fit``), ``format_row``, ``plot_phases``.
 ``Trainer(opts, sampler=..., model=...)`` trains a sampler instance and a
@@ -36,7 +43,7 @@ failure on any rank ends the whole job (``spla.comm.abort_on_error``).
 """
 
 from sampling.train.cli import build_parser, options_from_args
-from sampling.train.job import main, run
+from sampling.train.job import main, run, run_bns
 from sampling.train.launch import (default_threads, launched_by_mpiexec, launcher_rank,
                                    require_torch, set_threads, thread_counts, using_threads,
                                    world_comm)
@@ -45,7 +52,7 @@ from sampling.train.options import (DEVICES, GRAPH_MODES, PHASES, SAMPLERS, Trai
 from sampling.train.report import format_row, header, plot_phases
 from sampling.train.trainer import EpochStats, Trainer
 
-__all__ = ["main", "run", "Trainer", "TrainOptions", "EpochStats", "UsageError",
+__all__ = ["main", "run", "run_bns", "Trainer", "TrainOptions", "EpochStats", "UsageError",
            "build_parser", "options_from_args", "check_options", "format_row", "header",
            "plot_phases", "launched_by_mpiexec", "launcher_rank", "world_comm",
            "default_threads", "set_threads", "thread_counts", "using_threads",

@@ -6,8 +6,10 @@ that do not apply to the run (``--fanouts`` with a layer-wise sampler,
 ``--layer-sizes`` with GraphSAGE, ``--replication`` without ``--graph
 partitioned``, ``--root`` without an ``ogbn-*`` dataset, ``--hidden`` with
 a one-layer model, ``--feature-cache`` without ``--graph partitioned``,
-``--cache-policy`` without ``--feature-cache``), then lets ``TrainOptions``
-fill in the defaults.  The help text states those defaults itself.
+``--cache-policy`` without ``--feature-cache``; ``--boundary-keep`` and
+``--model`` without ``--mode bns``, and the sampler's options with it), then
+lets ``TrainOptions`` fill in the defaults.  The help text states those
+defaults itself.
 """
 
 import argparse
@@ -18,9 +20,9 @@ import sys
 from dataclasses import fields
 
 from sampling.train.launch import launcher_rank
-from sampling.train.options import (CACHE_POLICIES, DEVICES, GRAPH_MODES, PARTITIONS,
-                                    SAMPLERS, SPLITS, TrainOptions, UsageError, check_options,
-                                    is_ogb_name)
+from sampling.train.options import (BNS_MODELS, CACHE_POLICIES, DEVICES, GRAPH_MODES,
+                                    MODES, PARTITIONS, SAMPLERS, SPLITS, TrainOptions,
+                                    UsageError, check_options, is_ogb_name)
 
 
 def _number(parse, ok, expected):
@@ -184,6 +186,18 @@ def build_parser():
         description="Bulk-sampled GNN training (GraphSAGE, LADIES, FastGCN) on spla; "
                     "data parallel under mpiexec.",
         formatter_class=_formatter, argument_default=None)
+    p.add_argument("--mode", choices=MODES,
+                   help="sampled: minibatch training on sampled neighbourhoods (the "
+                        "options below); bns: full-graph partition-parallel training with "
+                        "random boundary-vertex sampling (BNS-GCN), one part of the graph per "
+                        "rank" + default(d.mode))
+    p.add_argument("--boundary-keep", type=_fraction, metavar="Q",
+                   help="--mode bns only: probability of keeping each boundary vertex in an "
+                        "epoch (1: exact full-graph training, 0: no boundary communication)"
+                        + default(f"{d.boundary_keep:g}"))
+    p.add_argument("--model", choices=BNS_MODELS,
+                   help="--mode bns only: the model trained on the whole graph"
+                        + default(d.model))
     p.add_argument("--dataset", type=_dataset_name, metavar="NAME",
                    help="cora or citeseer (embedded), rmat:SCALE (seeded synthetic graph "
                         "with planted communities, 2**SCALE vertices), ogbn-NAME (an OGB "
@@ -205,7 +219,8 @@ def build_parser():
                         + default(",".join(map(str, d.layer_sizes))))
     p.add_argument("--layers", type=_positive_int, metavar="L",
                    help="model depth, checked against the number of fanouts / layer sizes "
-                        "(it must be equal)")
+                        "(it must be equal); --mode bns: the depth of its model (default: "
+                        "2)")
     p.add_argument("--batch-size", type=_positive_int, metavar="B",
                    help="seed vertices per optimizer step, over all ranks: under mpiexec "
                         "-n P each rank trains minibatches of ceil(B / P) seeds"
@@ -225,10 +240,10 @@ def build_parser():
                    help="--graph partitioned only: ranks per process row of the (P/C) x C "
                         "grid; C must divide the number of ranks" + default(d.replication))
     p.add_argument("--partition", choices=PARTITIONS,
-                   help="--graph partitioned only: how the vertices are placed on the "
-                        "process rows: block (contiguous ids) or metis (METIS k-way, fewer "
-                        "edges between ranks; needs pymetis); results do not depend on it"
-                        + default(d.partition))
+                   help="--graph partitioned or --mode bns only: how the vertices are "
+                        "placed on the process rows: block (contiguous ids) or metis (METIS "
+                        "k-way, fewer edges between ranks; needs pymetis); results of "
+                        "--graph partitioned do not depend on it" + default(d.partition))
     p.add_argument("--split", choices=SPLITS,
                    help="--graph partitioned only: which training vertices each rank "
                         "trains on: global (minibatches of one shuffle of all of them, the "
@@ -285,6 +300,22 @@ def build_parser():
 def _check_given(given):
     """Refuse options given on the command line that do not apply to the run."""
     d = TrainOptions()
+    bns = given.get("mode", d.mode) == "bns"
+    for name in ("model", "boundary_keep"):
+        if name in given and not bns:
+            raise UsageError(f"--{name.replace('_', '-')} applies to --mode bns (full-graph "
+                             "BNS-GCN training); drop it or add --mode bns")
+    if bns:
+        for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk",
+                     "memory_budget", "graph", "replication", "split", "feature_cache",
+                     "cache_policy", "prefetch", "device", "plot"):
+            if name in given:
+                raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
+                                 "--mode bns trains the whole graph (no sampler, "
+                                 "minibatches or feature store): drop it")
+        if "hidden" in given and given.get("layers", 2) == 1:
+            raise UsageError("--hidden applies to models of two layers or more; a one-layer "
+                             "model maps the features to the classes directly: drop --hidden")
     sampler = given.get("sampler", d.sampler)
     if "fanouts" in given and sampler != "sage":
         raise UsageError(f"--fanouts applies to --sampler sage; --sampler {sampler} draws "
@@ -296,6 +327,8 @@ def _check_given(given):
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
     for name in ("partition", "split"):
+        if bns:
+            break
         if name in given and given.get("graph", d.graph) != "partitioned":
             raise UsageError(f"--{name} applies to --graph partitioned (a replicated graph "
                              "has no parts); drop it or add --graph partitioned")
@@ -310,7 +343,7 @@ def _check_given(given):
         raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
                          f"downloaded); {given.get('dataset', d.dataset)!r} is not one: drop "
                          "--root")
-    if "hidden" in given:
+    if "hidden" in given and not bns:
         sizes = given.get("fanouts" if sampler == "sage" else "layer_sizes",
                           d.fanouts if sampler == "sage" else d.layer_sizes)
         if given.get("layers", len(sizes)) == 1 and len(sizes) == 1:

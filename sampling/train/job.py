@@ -27,9 +27,11 @@ from sampling.train.trainer import Trainer
 def run(opts, comm=None, out=None):
     """Build a Trainer, train, print the table and ``test accuracy: <value>``.
 
-    Returns the test accuracy.
+    Returns the test accuracy.  ``opts.mode == 'bns'``: ``run_bns``.
     """
     out = out or sys.stdout
+    if opts.mode == "bns":
+        return run_bns(opts, comm, out)
     trainer = Trainer(opts, comm)
     say = (lambda line: print(line, file=out, flush=True)) if trainer.rank == 0 else None
     if say:
@@ -43,6 +45,41 @@ def run(opts, comm=None, out=None):
     if say:
         if opts.plot:
             say(f"phase plot written to {opts.plot}")
+        say(f"trained {opts.epochs} epochs in {elapsed:.1f} s")
+        say(f"test accuracy: {acc:.4f}")
+    return acc
+
+
+def run_bns(opts, comm=None, out=None):
+    """``--mode bns``: BNS-GCN full-graph training (``sampling.bns.BNSTrainer``).
+
+    Prints the run's description, the per-epoch table, the per-rank
+    breakdown (``sampling.bns.rank_table``) and ``test accuracy: <value>``
+    (rank 0); returns the test accuracy.  Collective.
+    """
+    from sampling.bns import BNSTrainer, rank_table
+    from sampling.train.launch import default_threads, using_threads
+    from sampling.train.trainer import _load
+    out = out or sys.stdout
+    comm = world_comm(need_mpi=True) if comm is None else comm
+    threads = opts.threads or default_threads()
+    with using_threads(threads, opts.threads or 1):
+        with C.collective_checks(comm):
+            ds = _load(opts)
+        trainer = BNSTrainer(ds, comm, model=opts.model, boundary_keep=opts.boundary_keep,
+                             partition=opts.partition, hidden=opts.hidden,
+                             layers=opts.layers or 2, dropout=opts.dropout, lr=opts.lr,
+                             weight_decay=opts.weight_decay, seed=opts.seed)
+        say = (lambda line: print(line, file=out, flush=True)) if trainer.rank == 0 else None
+        if say:
+            say(trainer.describe())
+        t0 = time.perf_counter()
+        acc = trainer.fit(opts.epochs, log=say)
+        elapsed = time.perf_counter() - t0
+    if say:
+        say("per rank (means per epoch; max/mean is the imbalance):")
+        for line in rank_table(trainer.history):
+            say(line)
         say(f"trained {opts.epochs} epochs in {elapsed:.1f} s")
         say(f"test accuracy: {acc:.4f}")
     return acc
@@ -64,7 +101,7 @@ def main(argv=None):
     try:
         opts = options_from_args(args)
         require_torch()
-        comm = world_comm(need_mpi=opts.graph == "partitioned")
+        comm = world_comm(need_mpi=opts.graph == "partitioned" or opts.mode == "bns")
     except (UsageError, SplaError) as exc:
         # Every rank parsed the same options and found the same error; MPI may
         # not be running yet, so the launcher's rank decides who speaks.

@@ -17,6 +17,8 @@ CACHE_POLICIES = ("degree", "frequency")  # those of sampling.features.FeatureSt
 PARTITIONS = ("block", "metis")  # spla.partition.block / metis
 SPLITS = ("global", "part")  # how the training vertices are spread over the ranks
 PHASES = ("sample", "fetch", "fwd/bwd", "allreduce", "eval")
+MODES = ("sampled", "bns")  # minibatch training on samples / BNS-GCN full-graph training
+BNS_MODELS = ("gcn", "sage")  # the models of --mode bns (sampling.bns.BNSModel)
 
 
 @dataclass
@@ -38,7 +40,13 @@ class TrainOptions:
     only) and ``cache_policy`` ('degree' or 'frequency') set the feature
     store's hot-feature cache (``sampling.features.FeatureStore``).
     ``prefetch`` bulks are sampled and fetched ahead, in a background
-    thread, while the current one trains (0: synchronously).  A ``Trainer``
+    thread, while the current one trains (0: synchronously).
+    ``mode='bns'`` trains the whole graph partition-parallel instead
+    (BNS-GCN, ``sampling.bns``): ``model`` ('gcn' or 'sage'),
+    ``boundary_keep`` (q in [0, 1]), ``partition``, ``layers`` (default 2),
+    ``hidden``, ``dropout``, ``lr``, ``weight_decay``, ``epochs``,
+    ``seed``, ``threads`` and the dataset apply; the sampler's options do
+    not.  A ``Trainer``
     given a sampler instance ignores ``sampler``, ``fanouts`` and
     ``layer_sizes``; given a model, it ignores ``hidden`` and ``dropout``.
 
@@ -75,6 +83,9 @@ class TrainOptions:
     feature_cache: float = 0.0
     cache_policy: str = "degree"
     prefetch: int = 0
+    mode: str = "sampled"
+    model: str = "gcn"
+    boundary_keep: float = 1.0
 
     @property
     def sizes(self):
@@ -110,6 +121,20 @@ def check_options(opts, *, sizes=True):
     sampling.train.options.UsageError: --root applies to ogbn-* datasets (it is where they are
     downloaded); 'cora' is not one: drop --root
     """
+    if opts.mode not in MODES:
+        raise UsageError(f"unknown mode {opts.mode!r}; use sampled or bns")
+    if opts.mode == "bns":
+        _check_bns(opts)
+        if opts.partition not in PARTITIONS:
+            raise UsageError(f"unknown partition {opts.partition!r}; use block or metis")
+        if opts.root is not None and not is_ogb_name(opts.dataset):
+            raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
+                             f"downloaded); {opts.dataset!r} is not one: drop --root")
+        return
+    if opts.model != "gcn" or opts.boundary_keep != 1.0:
+        what = "--model" if opts.model != "gcn" else "--boundary-keep"
+        raise UsageError(f"{what} applies to --mode bns (full-graph BNS-GCN training); "
+                         "drop it or add --mode bns")
     if opts.sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {opts.sampler!r}; use one of {', '.join(SAMPLERS)}")
     if opts.graph not in GRAPH_MODES:
@@ -127,7 +152,8 @@ def check_options(opts, *, sizes=True):
         raise UsageError(f"unknown partition {opts.partition!r}; use block or metis")
     if opts.split not in SPLITS:
         raise UsageError(f"unknown split {opts.split!r}; use global or part")
-    if opts.graph != "partitioned" and (opts.partition != "block" or opts.split != "global"):
+    if (opts.graph != "partitioned" and opts.mode != "bns"
+            and (opts.partition != "block" or opts.split != "global")):
         what = (f"--partition {opts.partition}" if opts.partition != "block"
                 else f"--split {opts.split}")
         raise UsageError(f"{what} applies to --graph partitioned (a replicated graph has no "
@@ -156,6 +182,24 @@ def check_options(opts, *, sizes=True):
         except ImportError:
             raise UsageError("--plot needs matplotlib; install it with `pip install "
                              "matplotlib` or drop --plot")
+
+
+def _check_bns(opts):
+    """The checks of ``mode='bns'``: its own options, and none of the sampler's."""
+    if opts.model not in BNS_MODELS:
+        raise UsageError(f"unknown model {opts.model!r} for --mode bns; use gcn or sage")
+    q = opts.boundary_keep
+    if (isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 <= q <= 1):
+        raise UsageError(f"--boundary-keep must be a probability in [0, 1] (the share of "
+                         f"boundary vertices kept per epoch); got {q!r}")
+    d = TrainOptions()
+    for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk", "memory_budget",
+                 "graph", "replication", "split", "feature_cache", "cache_policy",
+                 "prefetch", "device", "plot"):
+        if getattr(opts, name) != getattr(d, name):
+            raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
+                             "--mode bns trains the whole graph (no sampler, minibatches "
+                             "or feature store): drop it")
 
 
 def is_ogb_name(name):

@@ -173,6 +173,9 @@ class Trainer:
             fail(DTypeError, "Trainer", "opts", "a sampling.train.TrainOptions (or None for "
                  "the defaults)", describe(opts))
         check_options(opts, sizes=sampler is None)
+        if opts.mode != "sampled":
+            raise UsageError(f"Trainer trains minibatches (mode 'sampled'); mode {opts.mode!r} "
+                             "is run by sampling.train.run (sampling.bns.BNSTrainer)")
         self.opts = opts
         self.torch = torch
         if opts.graph == "partitioned" and comm is None:
