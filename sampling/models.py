@@ -372,8 +372,10 @@ class SAGEConv(_Module):
         if _transform_first(op, self.in_dim, self.out_dim):
             return self.lin_root(h[:op.num_dst]) + spmm(op, self.lin_neigh(h))
         h_dst, mean = _RootAndMean.apply(h, op)
-        # root + mean W_neigh^T in one addmm: no separate pass for the sum.
-        return torch.addmm(self.lin_root(h_dst), mean, self.lin_neigh.weight.t())
+        # root + mean W_neigh^T accumulated in place into the root product: no
+        # pass for the sum, no copy (autograd needs neither addmm's output nor
+        # the root product's).
+        return self.lin_root(h_dst).addmm_(mean, self.lin_neigh.weight.t())
 
 
 class GCNConv(_Module):
