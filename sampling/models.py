@@ -139,11 +139,16 @@ class BlockOperator:
                  describe(adj))
         dtype = dtype or torch.float32
         m, n = adj.shape
-        # Normalise in float64, then round once to the operator's precision.
-        M = adj.astype(np.float64) if adj.dtype != np.float64 else adj
-        if normalize and adj.nnz:
-            M = spla.normalize_rows(M)
         np_dtype = _numpy_dtype(dtype) or np.float64
+        # Normalise in float64, then round once to the operator's precision.
+        if normalize and adj.nnz and adj.is_structural and adj.device == "cpu":
+            # A sampled block's usual case: the mean is 1 / degree, one pass.
+            deg = adj.row_degrees()
+            M = adj.with_values(np.repeat(1.0 / np.maximum(deg, 1), deg).astype(np_dtype))
+        else:
+            M = adj.astype(np.float64) if adj.dtype != np.float64 else adj
+            if normalize and adj.nnz:
+                M = spla.normalize_rows(M)
         self.matrix = M if M.dtype == np_dtype else M.astype(np_dtype)
         self.shape = (m, n)
         self.num_dst, self.num_src = m, n
