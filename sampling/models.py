@@ -10,10 +10,25 @@
   with the block's adjacency as the sampler normalised it.
 
 Aggregation is a sparse-dense product, ``SparseMatMul``, a custom
-``torch.autograd.Function`` (forward ``A @ X``, backward ``A^T @ G``) on
-torch sparse CSR tensors, so there is no Python loop over vertices and the
-backward pass is exactly the transpose product (checked with
-``torch.autograd.gradcheck`` in the tests).
+``torch.autograd.Function`` (forward ``A @ X``, backward ``A^T @ G``), so
+there is no Python loop over vertices and the backward pass is exactly the
+transpose product (checked with ``torch.autograd.gradcheck`` in the tests).
+On the CPU both products are ``spla.spmm``, parallel numba kernels on the
+block's CSR arrays sharing memory with the tensors (``A^T`` is never
+formed: its pattern is a counting sort, made only when a gradient needs
+it); on a GPU they are ``torch.sparse.mm`` on CSR tensors.
+
+Speed on the CPU, where a training step is mostly these layers:
+
+* dropout draws its mask with ``spla.dropout`` (a counter-based hash keyed
+  by a seed from torch's generator; torch's own Bernoulli draws took over
+  half of a GraphSAGE step);
+* a GraphSAGE layer takes its root rows and the aggregation from one
+  autograd node (``h[:n_dst]`` and ``A @ h``), so their gradients meet in one
+  tensor instead of a zero-filled copy of ``h`` per slice, and adds the two
+  linear maps in place;
+* each layer aggregates before or after its linear map, whichever costs
+  fewer multiply-adds for that block's shape (``(A h) W = A (h W)``).
 
 The model protocol (what ``sampling.train.Trainer`` calls, and what a
 custom model given to it as ``Trainer(..., model=...)`` implements):

@@ -193,7 +193,7 @@ def dropout(X, p, *, seed, stream=0, out=None):
     p : float
         Probability of zeroing an element, ``0 <= p < 1``; represented with
         32 bits (an element is kept when its 32 random bits are at least
-        ``round(p * 2**32)``), so the keep probability is exact to 2**-33.
+        ``round(p * 2**32)``), so the keep probability is exact to 2**-32.
     seed, stream : int
         ``0 <= seed, stream < 2**64``.
     out : array, optional
@@ -212,7 +212,10 @@ def dropout(X, p, *, seed, stream=0, out=None):
         ``X`` is not a float32/float64 array.
     InvalidValue
         ``p`` is not a number in ``[0, 1)``; ``seed`` or ``stream`` not an
-        integer in ``[0, 2**64)``; ``out`` of the wrong kind.
+        integer in ``[0, 2**64)``; ``out`` not writeable and contiguous, or
+        partly overlapping ``X``.
+    DimensionMismatch
+        ``out`` has the wrong shape or dtype.
 
     Examples
     --------
@@ -244,6 +247,10 @@ def dropout(X, p, *, seed, stream=0, out=None):
         if not out.flags.c_contiguous or (xp is np and not out.flags.writeable):
             fail(InvalidValue, func, "out", "a writeable C-contiguous array",
                  "a non-contiguous or read-only one")
+        if (xp is np and np.shares_memory(out, X)
+                and not (out.ctypes.data == X.ctypes.data and out.strides == X.strides)):
+            fail(InvalidValue, func, "out", "'X' itself or an array that does not overlap it",
+                 "a partly overlapping one")
     key = np.uint64(row_key(np.uint64(seed), np.uint64(stream), np.uint64(0)))
     threshold = np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1))
     scale = X.dtype.type(1.0 / (1.0 - p))

@@ -250,6 +250,9 @@ def test_dropout_bad_arguments():
         spla.dropout(np.ones(3, np.int32), 0.5, seed=0)
     with pytest.raises(spla.DimensionMismatch, match="'out'"):
         spla.dropout(X, 0.5, seed=0, out=np.ones(4))
+    buf = np.ones(5)
+    with pytest.raises(spla.InvalidValue, match="partly overlapping"):
+        spla.dropout(buf[:3], 0.5, seed=0, out=buf[1:4])
 
 
 def test_dropout_same_mask_on_every_backend(backend):
