@@ -3,6 +3,7 @@
 
     python benchmarks/bench_e2e.py [--datasets rmat:16 cora] [--epochs 19] [--threads 2]
                                    [--workers 1,2] [--bulk K] [--seed 0] [--no-main-job]
+                                   [--baseline REF]
                                    [--out benchmarks/results/e2e_cpu.md] [--quick]
 
 One epoch of GraphSAGE node classification (mean aggregation with a root
@@ -16,6 +17,9 @@ process run:
   gathers the bulk's features), and ``sampling.models.GraphSAGE`` trains on
   the blocks (``model(mb.x, mb)``).  Time split into waiting for the loader
   / fwd+bwd+step.
+* **ours, models @ REF** (``--baseline REF``, an ablation): the same loop
+  with ``sampling/models.py`` as of git REF, to show a model speed-up
+  before/after in one run.
 * **main job** (optional): ``sampling.train.Trainer``, the code behind
   ``python -m sampling.train``, with the same options; its own per-phase
   seconds (its per-epoch validation pass is left out of the epoch time).
@@ -47,6 +51,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 import warnings
 from datetime import datetime, timezone
 from machine import machine_info  # noqa: E402 - benchmarks/ is on sys.path
@@ -87,6 +92,10 @@ def parse_args(argv=None):
     p.add_argument("--bulk", type=int, default=None,
                    help="our minibatches per bulk (default: what a 1 GiB budget allows, "
                         "as the main job)")
+    p.add_argument("--baseline", metavar="REF", default=None,
+                   help="ablation: also train with sampling/models.py as of git REF (e.g. "
+                        "the commit before a model speed-up), a row 'ours, models @ REF' "
+                        "beside today's in the same run")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-main-job", action="store_true",
                    help="skip the sampling.train.Trainer row")
@@ -237,12 +246,22 @@ def bulk_note(bulk, n_train, cfg):
     return f"bulk k = {bulk}: {-(-n // k)} sampling pass(es) of up to {k} minibatches"
 
 
-def run_ours(ds, x, y, cfg, args, log):
+def models_at(ref):
+    """``sampling/models.py`` as of git ``ref``, loaded as a module of its own (ablation)."""
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{ref}:sampling/models.py"],
+                         capture_output=True, text=True, check=True).stdout
+    mod = types.ModuleType(f"models_at_{ref}")
+    mod.__file__ = f"sampling/models.py@{ref}"
+    exec(compile(src, mod.__file__, "exec"), mod.__dict__)  # noqa: S102 - our own file
+    return mod
+
+
+def run_ours(ds, x, y, cfg, args, log, model_class=None, label="ours"):
     sampler = sampling.GraphSAGE(ds.A, cfg["fanouts"])
     bulk = args.bulk or sampling.BulkPlanner(sampler, MEMORY_BUDGET).bulk_size(cfg["batch_size"])
     torch.manual_seed(args.seed)
-    model = OurSAGE(x.shape[1], cfg["hidden"], ds.num_classes, len(cfg["fanouts"]),
-                    cfg["dropout"])
+    model = (model_class or OurSAGE)(x.shape[1], cfg["hidden"], ds.num_classes,
+                                     len(cfg["fanouts"]), cfg["dropout"])
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     loader = sampling.NodeLoader(sampler, ds.train_idx, cfg["batch_size"], features=x,
                                  labels=y, seed=args.seed, bulk=bulk)
@@ -251,7 +270,7 @@ def run_ours(ds, x, y, cfg, args, log):
         t0 = time.perf_counter()
         r = our_epoch(loader, model, opt)
         r["total"] = time.perf_counter() - t0
-        log(f"    ours epoch {e}{' (warm-up)' if e == 0 else ''}: {r['total']:.3f} s "
+        log(f"    {label} epoch {e}{' (warm-up)' if e == 0 else ''}: {r['total']:.3f} s "
             f"(sample {r['times']['sample']:.3f}, features {r['times']['features']:.3f}, "
             f"fwd/bwd {r['times']['fwd/bwd']:.3f}), loss {r['loss']:.4f}")
         epochs.append(r)
@@ -487,7 +506,8 @@ def render(args, info, vers, results, pyg_note, wall, load0, load1, command):
              "step (ours builds its block operators inside it); *edges/epoch* counts every "
              "edge of every block for ours and the merged subgraph's edges for PyG "
              "(`neighbor_sample` expands each vertex once, so it returns fewer); "
-             "*PyG / ours* is that row's s/epoch over ours; the last column is the range of the "
+             "*PyG / ours* is that row's s/epoch over ours (PyG rows, and the "
+             "`--baseline` ablation row); the last column is the range of the "
              "timed epochs. *ours* and *ours, main job* train the same model on the same "
              "minibatches (same seed, same draws), so their test accuracies agree")
     if pyg_note:
@@ -509,7 +529,8 @@ def render(args, info, vers, results, pyg_note, wall, load0, load1, command):
         for label, r in res["rows"]:
             ph = r["phases"]
             sample = ph.get("sample", ph.get("loader"))
-            ratio = f"{r['s_epoch'] / ours:.2f}x" if label.startswith("PyG") else ""
+            ratio = (f"{r['s_epoch'] / ours:.2f}x"
+                     if label.startswith(("PyG", "ours, models @")) else "")
             L.append(f"| {label} | {r['note']} | {r['s_epoch']:.3f} | {_fmt(sample)} | "
                      f"{_fmt(ph.get('features'))} | {_fmt(ph['fwd/bwd'])} | {r['edges']:,.0f} | "
                      f"{r['acc']:.4f} | {ratio} | {min(r['all']):.3f} – {max(r['all']):.3f} |")
@@ -550,6 +571,11 @@ def main(args):
         rows, skipped = [], []
         log("  ours")
         rows.append(("ours", run_ours(ds, x, y, cfg, args, log)))
+        if args.baseline:
+            label = f"ours, models @ {args.baseline}"
+            log(f"  {label} (ablation)")
+            rows.append((label, run_ours(ds, x, y, cfg, args, log,
+                                         models_at(args.baseline).GraphSAGE, label)))
         if not args.no_main_job:
             log("  main job (sampling.train.Trainer)")
             rows.append(("ours, main job", run_main_job(ds, cfg, args, log)))

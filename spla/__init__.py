@@ -30,6 +30,7 @@ from spla.mxm import MxmExpr, mxm
 from spla import partition  # noqa: F401 - spla.partition.block / metis
 from spla.partition import Partition
 from spla.sample import sample_rows
+from spla.spmm import dropout, spmm  # noqa: F401 - __all__ once docs/api.rst lists them
 from spla.structure import (block_diag, compact_columns, compact_columns_blockwise,
                              split_blocks, transpose, vstack)
 from spla.topk import select_topk

@@ -124,3 +124,125 @@ def test_the_protocol_example_of_the_module_docstring(cora):
         model = namespace["MeanMLP"](cora.num_features, cora.num_classes)
         out = model(x_all[torch.from_numpy(np.asarray(mb.input_nodes))], mb)
         assert out.shape == (mb.batch_size, cora.num_classes), name
+
+
+# ---------------------------------------------------------------------------
+# The CPU kernels behind the aggregation (spla.spmm) and dropout (spla.dropout)
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import sampling.models as models  # noqa: E402
+from strategies import SETTINGS, twins  # noqa: E402
+
+_BLOCK_PLANS = ((np.dtype(np.int32), np.dtype(np.float64)), (np.dtype(np.int32), None),
+                (np.dtype(np.int64), np.dtype(np.float32)))
+
+
+def _dense_mean(M, normalize=True):
+    """The (row-normalised) dense adjacency, float64, from the matrix's own arrays."""
+    D = M.to_dense().astype(np.float64)
+    if normalize:
+        s = D.sum(axis=1, keepdims=True)
+        D = D / np.where(s == 0, 1, s)
+    return D
+
+
+@SETTINGS
+@given(t=twins(max_dim=8, plans=_BLOCK_PLANS, min_value=0, max_value=5), f=st.integers(0, 4),
+       normalize=st.booleans())
+def test_block_operator_products_match_dense_and_torch_sparse(t, f, normalize):
+    op = BlockOperator(t.M, normalize=normalize, dtype=torch.float64)
+    D = _dense_mean(t.M, normalize)
+    x = torch.randn(op.num_src, f, dtype=torch.float64)
+    g = torch.randn(op.num_dst, f, dtype=torch.float64)
+    got = op.product(x)
+    assert np.allclose(got.numpy(), D @ x.numpy())
+    assert np.allclose(op.product(g, transpose=True).numpy(), D.T @ g.numpy())
+    if t.M.nnz:   # the torch tensors kept for the GPU path and inspection agree
+        assert np.allclose(op.A.to_dense().numpy(), D)
+        assert np.allclose(op.AT.to_dense().numpy(), D.T)
+    assert np.allclose(op.product(x.float()).numpy(), D @ x.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("rows, cols, shape", [([], [], (3, 4)), ([0, 2, 2], [3, 0, 3], (3, 4)),
+                                               ([], [], (0, 2))])
+@pytest.mark.parametrize("transform_first", [False, True])
+def test_layers_gradcheck_both_orders_and_empty_blocks(monkeypatch, rows, cols, shape,
+                                                       transform_first):
+    monkeypatch.setattr(models, "_transform_first", lambda *a: transform_first)
+    op = BlockOperator(spla.Matrix.from_coo(rows, cols, shape=shape), dtype=torch.float64)
+    h = torch.randn(shape[1], 3, dtype=torch.float64, requires_grad=True)
+    torch.manual_seed(0)
+    for conv in (models.SAGEConv(3, 2).double(), models.GCNConv(3, 2).double()):
+        assert torch.autograd.gradcheck(lambda h: conv(h, op), (h,))
+        assert torch.autograd.gradgradcheck(lambda h: conv(h, op), (h,))
+    fused = lambda h: models._RootAndMean.apply(h, op)  # noqa: E731
+    assert torch.autograd.gradcheck(fused, (h,))
+    assert torch.autograd.gradgradcheck(fused, (h,))
+
+
+@pytest.mark.parametrize("transform_first", [False, True])
+def test_sage_layer_and_model_match_a_dense_reference(monkeypatch, cora, transform_first):
+    monkeypatch.setattr(models, "_transform_first", lambda *a: transform_first)
+    mb, = GraphSAGE(cora.A, [5, 3]).sample([cora.train_idx[:30]], seed=2)
+    torch.manual_seed(1)
+    model = SAGEModel(cora.num_features, 8, cora.num_classes, 2).double().eval()
+    x = torch.from_numpy(cora.x.to_scipy().toarray()[mb.input_nodes].astype(np.float64))
+    h = x.numpy()
+    for layer, block in zip(model.layers, mb.blocks):
+        D = _dense_mean(block.adj)
+        Wr, b = layer.lin_root.weight.detach().numpy(), layer.lin_root.bias.detach().numpy()
+        Wn = layer.lin_neigh.weight.detach().numpy()
+        h_next = h[:block.num_dst] @ Wr.T + b + (D @ h) @ Wn.T
+        h = np.maximum(h_next, 0) if layer is not model.layers[-1] else h_next
+    with torch.no_grad():
+        assert np.allclose(model(x, mb).numpy(), h)
+    # The gradient of the loss reaches every parameter, equal in both orders.
+    model.train()
+    out = model(x, mb)
+    out.sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_aggregation_order_follows_the_cost():
+    def op(num_dst, num_src, nnz):
+        return type("Op", (), dict(num_dst=num_dst, num_src=num_src, nnz=nnz))()
+    # A wide input shrunk to a few classes on a dense block: transform first.
+    assert models._transform_first(op(100, 1000, 20000), 1433, 7)
+    # Equal widths: the product on fewer rows wins, aggregate first.
+    assert not models._transform_first(op(41428, 62197, 206966), 64, 64)
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5])
+def test_dropout_law_gradient_and_reproducibility(p):
+    x = torch.ones(100_000, dtype=torch.float32, requires_grad=True)
+    torch.manual_seed(3)
+    y = models.dropout(x, p)
+    kept = (y != 0).numpy()
+    from scipy import stats
+    assert stats.binomtest(int(kept.sum()), kept.size, 1 - p).pvalue > 1e-6
+    assert np.allclose(y.detach().numpy()[kept], 1 / (1 - p))
+    g = torch.randn(100_000)
+    y.backward(g)
+    assert torch.equal(x.grad, g * y.detach())        # mask / (1 - p), the same elements
+    torch.manual_seed(3)
+    assert torch.equal(models.dropout(x, p), y)       # torch.manual_seed reproduces it
+    assert not torch.equal(models.dropout(x, p), y)   # the next call draws a new mask
+    assert models.dropout(x, p, training=False) is x
+    assert models.dropout(x, 0.0) is x
+    xd = torch.randn(40, 3, dtype=torch.float64, requires_grad=True)
+
+    def reseeded(t):   # the same mask at every evaluation gradcheck makes
+        torch.manual_seed(4)
+        return models.dropout(t, p)
+    assert torch.autograd.gradcheck(reseeded, (xd,))
+    assert torch.autograd.gradgradcheck(reseeded, (xd,))
+    h = models.dropout(torch.ones(64, dtype=torch.bfloat16), p)   # other dtypes: torch's own
+    assert h.dtype == torch.bfloat16 and set(h.unique().tolist()) <= {0.0, 1 / (1 - p)} | {
+        float(torch.tensor(1 / (1 - p), dtype=torch.bfloat16))}
+
+
+def test_block_operator_refuses_what_is_not_a_block():
+    with pytest.raises(spla.DTypeError, match="BlockOperator: argument 'block'"):
+        BlockOperator(np.eye(3))

@@ -1,0 +1,283 @@
+"""Sparse x dense products (``spmm``) and the dense operand's dropout.
+
+The two operations a GNN layer runs on a sampled block: ``spmm(A, X)``,
+the aggregation ``A @ X`` of dense feature rows, and ``spmm(A, G,
+transpose=True)``, its gradient ``A^T @ G``, computed without forming
+``A^T`` as a matrix (the transposed pattern is built once per matrix, by a
+counting sort, and cached on it: matrices are immutable).  ``dropout`` masks
+a dense array with counter-based random bits, so its backward pass is the
+same call on the gradient (no mask kept).
+
+On the CPU both run numba kernels (``kernels.cpu.spmm``), parallel over rows
+and bit-identical whatever the thread count; on a GPU (cupy arrays) ``spmm``
+is cuSPARSE's product through ``cupyx.scipy.sparse`` and ``dropout`` the same
+hash in cupy array operations (the same mask as on the CPU).
+"""
+
+import numpy as np
+
+from kernels.common import row_key
+from kernels.cpu import spmm as _cpu
+from spla import backend
+from spla.checks import as_u64, describe, fail, index_dtype
+from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError, InvalidValue
+from spla.mxm import as_matrix
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _dense(func, arg, X):
+    """``(xp, X)``: a numpy or cupy float32/float64 array of 1 or 2 dimensions."""
+    if isinstance(X, np.ndarray):
+        xp = np
+    elif backend.device_of(X) == backend.CUDA:
+        xp = backend.require_cupy(func)
+    else:
+        fail(DTypeError, func, arg, "a numpy or cupy array", describe(X))
+    if X.dtype not in _FLOATS:
+        fail(DTypeError, func, arg, "an array of dtype float32 or float64", describe(X))
+    if X.ndim not in (1, 2):
+        fail(InvalidValue, func, arg, "a 1-D or 2-D array", describe(X))
+    return xp, X
+
+
+def _check_out(func, out, shape, dtype, xp, X):
+    if not isinstance(out, xp.ndarray):
+        fail(DTypeError, func, "out", f"a {xp.__name__} array like 'X'", describe(out))
+    if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
+        fail(DimensionMismatch, func, "out",
+             f"an array of shape {tuple(shape)} and dtype {dtype}", describe(out))
+    if not out.flags.c_contiguous or (xp is np and not out.flags.writeable):
+        fail(InvalidValue, func, "out", "a writeable C-contiguous array",
+             "a non-contiguous or read-only one")
+    if xp is np and np.shares_memory(out, X):
+        fail(InvalidValue, func, "out", "an array that does not overlap 'X'",
+             "an overlapping one")
+
+
+def _values(A, dtype):
+    """A's values in ``dtype`` (cached), or an empty array for a structural matrix."""
+    if A.values is None:
+        return A.xp.zeros(0, dtype)
+    if A.values.dtype == dtype:
+        return A.values
+    key = ("spmm_values", dtype.str)
+    vals = A._cache.get(key)
+    if vals is None:
+        vals = A.values.astype(dtype)
+        A._cache[key] = vals
+    return vals
+
+
+def _transposed(A, dtype):
+    """``(tptr, trows, values of A^T in dtype)`` on the CPU, built once per matrix."""
+    pattern = A._cache.get("spmm_transpose")
+    if pattern is None:
+        trows = np.empty(A.nnz, index_dtype(max(A.nrows - 1, 0)))
+        tptr, perm = _cpu.transpose_pattern(A.indptr, A.indices, A.ncols, trows)
+        pattern = (tptr, trows, perm)
+        A._cache["spmm_transpose"] = pattern
+    tptr, trows, perm = pattern
+    if A.values is None:
+        return tptr, trows, np.zeros(0, dtype)
+    key = ("spmm_transpose_values", dtype.str)
+    vals = A._cache.get(key)
+    if vals is None:
+        vals = _values(A, dtype)[perm]
+        A._cache[key] = vals
+    return tptr, trows, vals
+
+
+def spmm(A, X, *, transpose=False, out=None):
+    """Sparse times dense: ``A @ X``, or ``A^T @ X`` with ``transpose=True``.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr, shape (m, n)
+        A lazy product is materialised first.  A structural matrix counts
+        every entry as 1; integer values are converted to ``X``'s dtype.
+    X : numpy or cupy array of float32 or float64, shape (n, f) or (n,)
+        (``(m, f)`` or ``(m,)`` with ``transpose=True``), on ``A``'s device.
+        A non-contiguous array is copied once.
+    transpose : bool, default False
+        Multiply by ``A^T``: the gradient of ``A @ X`` with respect to
+        ``X``.  The transposed pattern is built on the first such call (a
+        counting sort, ``O(nnz + n)``) and cached on ``A``.
+    out : array, optional
+        C-contiguous, writeable, not overlapping ``X``, of the result's shape
+        and ``X``'s dtype: written and returned.
+
+    Returns
+    -------
+    array of X's dtype, shape (m, f) (``(n, f)`` with ``transpose=True``)
+        Computed in ``X``'s precision.  On the CPU each output row is summed
+        by one thread in the order of its entries, so the result is the same
+        for every thread count; a row without entries is zero.
+
+    Raises
+    ------
+    DTypeError
+        ``A`` is not a matrix; ``X`` is not a float32/float64 array.
+    DimensionMismatch
+        ``X`` has the wrong number of rows; ``out`` the wrong shape or dtype.
+    DeviceMismatch
+        ``A`` and ``X`` live on different devices.
+    InvalidValue
+        ``X`` has more than two dimensions; ``out`` is not writeable and
+        contiguous, or overlaps ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> A = spla.Matrix.from_dense(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]]))
+    >>> X = np.arange(6, dtype=np.float32).reshape(3, 2)
+    >>> spla.spmm(A, X)
+    array([[ 8., 11.],
+           [ 0.,  0.]], dtype=float32)
+    >>> spla.spmm(A, np.ones((2, 1)), transpose=True).ravel()   # A^T @ G
+    array([1., 0., 2.])
+    """
+    func = "spmm"
+    A = as_matrix(func, "A", A)
+    xp, X = _dense(func, "X", X)
+    if not isinstance(transpose, (bool, np.bool_)):
+        fail(DTypeError, func, "transpose", "True or False", describe(transpose))
+    if backend.device_of(X) != A.device:
+        fail(DeviceMismatch, func, "X", f"an array on A's device ({A.device})",
+             f"an array on {backend.device_of(X)} (move one with .to(device) or cupy.asarray)")
+    m, n = (A.ncols, A.nrows) if transpose else A.shape
+    if X.shape[0] != n:
+        what = "A's rows (transpose=True)" if transpose else "A's columns"
+        fail(DimensionMismatch, func, "X", f"an array with {n} rows ({what})", describe(X))
+    vector = X.ndim == 1
+    X2 = X.reshape(n, 1) if vector else X
+    shape = (m,) if vector else (m, X2.shape[1])
+    if out is not None:
+        _check_out(func, out, shape, X.dtype, xp, X)
+    if xp is not np:
+        return _spmm_gpu(A, X, transpose, out)
+    X2 = np.ascontiguousarray(X2)
+    res = out.reshape(m, X2.shape[1]) if out is not None else np.empty((m, X2.shape[1]), X.dtype)
+    if transpose:
+        tptr, trows, vals = _transposed(A, X.dtype)
+        _cpu.spmm_rows(tptr, trows, vals, X2, res)
+    else:
+        _cpu.spmm_rows(A.indptr, A.indices, _values(A, X.dtype), X2, res)
+    return out if out is not None else (res.reshape(m) if vector else res)
+
+
+def _spmm_gpu(A, X, transpose, out):
+    S = A.to_cupyx()
+    if S.dtype != X.dtype:
+        S = S.astype(X.dtype)
+    res = (S.T @ X) if transpose else (S @ X)
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+def dropout(X, p, *, seed, stream=0, out=None):
+    """Zero each element of ``X`` with probability ``p`` and scale the rest by ``1 / (1 - p)``.
+
+    The mask is a pure function of ``(seed, stream, element index)`` (a
+    splitmix64 hash, as every draw of spla): the same call on the gradient
+    of the result is the exact backward pass, and the same arguments give
+    the same mask on every thread count and device.
+
+    Parameters
+    ----------
+    X : numpy or cupy array of float32 or float64, 1-D or 2-D
+    p : float
+        Probability of zeroing an element, ``0 <= p < 1``; represented with
+        32 bits (an element is kept when its 32 random bits are at least
+        ``round(p * 2**32)``), so the keep probability is exact to 2**-32.
+    seed, stream : int
+        ``0 <= seed, stream < 2**64``.
+    out : array, optional
+        C-contiguous, writeable, of ``X``'s shape and dtype; may be ``X``
+        itself (in place).  Written and returned.
+
+    Returns
+    -------
+    array of X's shape and dtype
+        ``X * mask / (1 - p)``, computed as ``X * s`` with ``s`` either 0 or
+        ``1 / (1 - p)`` in ``X``'s dtype (so a NaN stays NaN, as in torch).
+
+    Raises
+    ------
+    DTypeError
+        ``X`` is not a float32/float64 array.
+    InvalidValue
+        ``p`` is not a number in ``[0, 1)``; ``seed`` or ``stream`` not an
+        integer in ``[0, 2**64)``; ``out`` not writeable and contiguous, or
+        partly overlapping ``X``.
+    DimensionMismatch
+        ``out`` has the wrong shape or dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> X = np.ones((2, 4), np.float32)
+    >>> Y = spla.dropout(X, 0.5, seed=7)         # kept elements scaled by 1 / (1 - p)
+    >>> Y
+    array([[0., 0., 0., 0.],
+           [2., 0., 2., 2.]], dtype=float32)
+    >>> np.array_equal(spla.dropout(Y, 0.5, seed=7), 2 * Y)   # the same mask again
+    True
+    """
+    func = "dropout"
+    xp, X = _dense(func, "X", X)
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)):
+        fail(InvalidValue, func, "p", "a number in [0, 1)", describe(p))
+    p = float(p)
+    if not 0.0 <= p < 1.0:
+        fail(InvalidValue, func, "p", "a number in [0, 1)", p)
+    seed = as_u64(func, "seed", seed)
+    stream = as_u64(func, "stream", stream)
+    if out is not None:
+        if not isinstance(out, xp.ndarray):
+            fail(DTypeError, func, "out", f"a {xp.__name__} array like 'X'", describe(out))
+        if tuple(out.shape) != tuple(X.shape) or out.dtype != X.dtype:
+            fail(DimensionMismatch, func, "out",
+                 f"an array of shape {tuple(X.shape)} and dtype {X.dtype}", describe(out))
+        if not out.flags.c_contiguous or (xp is np and not out.flags.writeable):
+            fail(InvalidValue, func, "out", "a writeable C-contiguous array",
+                 "a non-contiguous or read-only one")
+        if (xp is np and np.shares_memory(out, X)
+                and not (out.ctypes.data == X.ctypes.data and out.strides == X.strides)):
+            fail(InvalidValue, func, "out", "'X' itself or an array that does not overlap it",
+                 "a partly overlapping one")
+    key = np.uint64(row_key(np.uint64(seed), np.uint64(stream), np.uint64(0)))
+    threshold = np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1))
+    scale = X.dtype.type(1.0 / (1.0 - p))
+    if xp is not np:
+        return _dropout_gpu(xp, X, key, threshold, scale, out)
+    src = np.ascontiguousarray(X)
+    res = out if out is not None else np.empty(X.shape, X.dtype)
+    _cpu.dropout(src.reshape(-1), res.reshape(-1), key, threshold, scale)
+    return res
+
+
+def _mix64(xp, z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _dropout_gpu(xp, X, key, threshold, scale, out):
+    n = X.size
+    pairs = (n + 1) // 2
+    k = xp.arange(1, pairs + 1, dtype=np.uint64)
+    bits = _mix64(xp, key + k * _GAMMA).view(np.uint32)[:n].reshape(X.shape)
+    res = X * xp.where(bits >= threshold, scale, X.dtype.type(0)).astype(X.dtype)
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+__all__ = ["spmm", "dropout"]
