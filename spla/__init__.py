@@ -30,7 +30,7 @@ from spla.mxm import MxmExpr, mxm
 from spla import partition  # noqa: F401 - spla.partition.block / metis
 from spla.partition import Partition
 from spla.sample import sample_rows
-from spla.spmm import dropout, spmm  # noqa: F401 - __all__ once docs/api.rst lists them
+from spla.spmm import dropout, spmm
 from spla.structure import (block_diag, compact_columns, compact_columns_blockwise,
                              split_blocks, transpose, vstack)
 from spla.topk import select_topk
@@ -43,7 +43,7 @@ __all__ = [
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",
     "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows",
-    "select_topk", "entry_positions", "is_symmetric_pattern",
+    "select_topk", "entry_positions", "is_symmetric_pattern", "spmm", "dropout",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",
     "MissingDependency",

@@ -284,7 +284,7 @@ def build_parser():
     p.add_argument("--threads", type=_positive_int, metavar="N",
                    help="numba and torch threads per process while training (default: "
                         "numba gets NUMBA_NUM_THREADS, else the cores divided by the ranks "
-                        "on this node; torch gets 1)")
+                        "on this node; torch gets the same count)")
     p.add_argument("--plot", metavar="OUT.png",
                    help="write a stacked-bar plot of the phase times per epoch "
                         "(needs matplotlib)")

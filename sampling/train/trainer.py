@@ -130,8 +130,8 @@ class Trainer:
 
     Notes
     -----
-    Threads: ``opts.threads`` (default: numba gets ``default_threads()``,
-    torch one thread) hold only while the trainer works (construction,
+    Threads: ``opts.threads`` (default: numba and torch get
+    ``default_threads()``) hold only while the trainer works (construction,
     ``train_epoch``, ``evaluate``, ``fit``); the caller's counts are
     restored afterwards, also after an exception.  Randomness: the trainer
     seeds its own torch random state with ``opts.seed`` (the model
@@ -183,12 +183,16 @@ class Trainer:
         self.comm = comm
         self.size = 1 if comm is None else comm.Get_size()
         self.rank = 0 if comm is None else comm.Get_rank()
-        # --threads N: N numba and N torch threads.  By default the sampling
-        # kernels get the cores of this rank and torch one thread: the dense
-        # layers of a minibatch are small, and a second torch thread mostly
-        # spins (on a loaded 2-core machine it made an epoch 5-15x slower).
+        # --threads N: N numba and N torch threads.  By default both get the
+        # cores of this rank: since the models' dropout and aggregation run
+        # on spla's kernels, torch's share is the dense layers, which a
+        # second thread speeds up (1.1 -> 0.7 s of forward/backward per
+        # rmat:16 epoch on 2 cores).  Idle OpenMP threads sleep instead of
+        # spinning (kernels sets OMP_WAIT_POLICY=PASSIVE before torch
+        # loads), which is what once made a second torch thread 5-15x
+        # slower on a loaded machine.
         self.threads = opts.threads or default_threads()
-        self.torch_threads = opts.threads or 1
+        self.torch_threads = opts.threads or self.threads
         self.device = torch.device(opts.device)
         self.given_sampler = sampler is not None
         self.given_model = model is not None
