@@ -2,7 +2,7 @@
 """GPU benchmark in one command: the GPU tests, then samplers and SpGEMM on the device.
 
     python benchmarks/bench_gpu.py [--quick] [--no-tests] [--profile]
-        [--sections tests,equal,graphsage,layerwise,spgemm] [--out PATH]
+        [--sections tests,equal,train,graphsage,layerwise,spgemm] [--out PATH]
 
 On a machine with a CUDA GPU, cupy and numba-cuda:
 
@@ -11,6 +11,7 @@ On a machine with a CUDA GPU, cupy and numba-cuda:
    CPU twin, each operator on cupy arrays against scipy).
 2. **equal**: GraphSAGE (without and with replacement), LADIES and FastGCN
    give the same minibatches on the GPU as on the CPU for the same seed.
+   **train**: the main job on Cora with ``--device cuda`` (5 epochs).
 3. **graphsage**: fused GraphSAGE [15, 10, 5] on R-MAT scale 20 (edge factor
    16, seed 0), bulks of k minibatches of 1,024 random seeds: ms per bulk,
    ms per minibatch and sampled edges per second (SEPS).
@@ -48,10 +49,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-SECTIONS = ("tests", "equal", "graphsage", "layerwise", "spgemm")
+SECTIONS = ("tests", "equal", "train", "graphsage", "layerwise", "spgemm")
 TEST_FILES = ("test_cuda_kernels.py", "test_topk_cuda.py", "test_ops.py", "test_topk.py",
               "test_conversions.py", "test_features.py", "test_from_edge_index.py",
-              "test_loader.py", "test_partition.py")
+              "test_loader.py", "test_partition.py", "test_spmm.py")
 
 
 def require_gpu():
@@ -147,6 +148,22 @@ def check_equal(cupy, out):
         out.append(f"- {name}: {'equal' if same else '**DIFFERENT**'}")
     out.append("")
     return ok
+
+
+def train(out):
+    """The main job with the model and the sampling on the GPU (Cora, 5 epochs)."""
+    cmd = [sys.executable, "-W", "ignore", "-m", "sampling.train", "--device", "cuda",
+           "--epochs", "5", "--no-progress"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    text = (proc.stdout + proc.stderr).strip()
+    acc = [ln for ln in text.splitlines() if ln.startswith("test accuracy")]
+    line = acc[-1] if acc else f"exit {proc.returncode}: " + " / ".join(text.splitlines()[-3:])
+    print(f"train on the GPU: {line} ({wall:.0f} s)", flush=True)
+    out += ["## Main job on the GPU\n",
+            f"`python {' '.join(cmd[3:])}` (Cora): {line}, {wall:.0f} s with start-up\n"]
+    return proc.returncode == 0 and bool(acc)
 
 
 def graphsage(cupy, args, out, G):
@@ -295,6 +312,8 @@ def main(argv=None):
         ok &= run_tests(out)
     if "equal" in sections:
         ok &= check_equal(cupy, out)
+    if "train" in sections:
+        ok &= train(out)
     G = None
     if {"graphsage", "layerwise"} & set(sections) or args.profile:
         from spla.generators import rmat
