@@ -288,6 +288,11 @@ class BoundaryGraph:
         self.send_gids = np.asarray(got, np.int64)
         self.send_peer = np.repeat(np.arange(p, dtype=np.int64), got_counts)
         self.send_pos = np.searchsorted(inner, self.send_gids)
+        # The most rows any rank sends or receives in one exchange (q = 1
+        # bounds every epoch): the same number on every rank, so every rank
+        # takes the same path in ``_alltoallv_rows`` for a given width.
+        mine = max(self.send_pos.size, self.boundary.size)
+        self.rows_bound = int(C.allgather_int(comm, [mine])[:, 0].max())
         self._full = None
 
     @property
@@ -348,7 +353,8 @@ class BoundaryGraph:
             kept_ids=self.boundary[kept], adj=adj, num_inner=n,
             send_pos=self.send_pos[send], send_gids=self.send_gids[send],
             send_counts=np.bincount(self.send_peer[send], minlength=p).astype(np.int64),
-            recv_counts=np.bincount(self.owner[kept], minlength=p).astype(np.int64))
+            recv_counts=np.bincount(self.owner[kept], minlength=p).astype(np.int64),
+            rows_bound=self.rows_bound)
         if q >= 1.0:
             self._full = out  # q = 1 draws nothing: the same every epoch
         return out
@@ -393,6 +399,7 @@ class BoundarySample:
     send_gids: np.ndarray
     send_counts: np.ndarray
     recv_counts: np.ndarray
+    rows_bound: int = 0
 
     @property
     def num_kept(self):
@@ -429,22 +436,24 @@ class CommStats:
         self.calls += 1
 
 
-def _alltoallv_rows(comm, rows, send_counts, recv_counts, op, stats):
+def _alltoallv_rows(comm, rows, send_counts, recv_counts, rows_bound, op, stats):
     """All-to-allv of the rows of a 2-D numpy array (grouped by destination rank).
 
     Both sides know the counts (the kept set is drawn, not negotiated), so
     one ``MPI_Alltoallv`` does it: ``spla.comm.alltoallv`` would first
     exchange the counts and agree on rounds (three more collectives per
     call, which cost more than the data on small graphs and oversubscribed
-    cores).  Messages over 2**31 - 1 elements go through
-    ``spla.comm.alltoallv``.  Bytes are counted under ``op``
-    (``spla.comm.counting``).
+    cores).  Where some rank might move 2**31 - 1 elements or more
+    (``rows_bound``, the most rows any rank sends or receives, times the
+    width: the same on every rank, so all ranks choose alike) it goes
+    through ``spla.comm.alltoallv``, which sends in rounds.  Bytes are
+    counted under ``op`` (``spla.comm.counting``).
     """
     dim = rows.shape[1]
     t0 = time.perf_counter()
     send = np.ascontiguousarray(rows).reshape(-1)
     sc, rc = send_counts * dim, recv_counts * dim
-    if max(int(sc.sum()), int(rc.sum())) < _INT_MAX:
+    if rows_bound * dim < _INT_MAX:
         recv = np.empty(int(rc.sum()), send.dtype)
         mpitype = C.mpi_type(send.dtype)
         comm.Alltoallv([send, (sc.astype(np.int32), C.counts_displs(sc)[1].astype(np.int32)),
@@ -482,7 +491,7 @@ class BoundaryExchange(_Function):
             return h.new_zeros((0, dim))
         send = h.detach()[_torch_module.from_numpy(sample.send_pos)].cpu().numpy()
         recv = _alltoallv_rows(sample.comm, send, sample.send_counts, sample.recv_counts,
-                               "bns.features", stats)
+                               sample.rows_bound, "bns.features", stats)
         return _torch_module.from_numpy(recv).to(h.device)
 
     @staticmethod
@@ -494,7 +503,7 @@ class BoundaryExchange(_Function):
             return out, None, None
         g = grad.detach().contiguous().cpu().numpy()
         back = _alltoallv_rows(sample.comm, g, sample.recv_counts, sample.send_counts,
-                               "bns.gradients", ctx.stats)
+                               sample.rows_bound, "bns.gradients", ctx.stats)
         # A row read by several ranks sums their gradients.
         out.index_add_(0, _torch_module.from_numpy(sample.send_pos).to(out.device),
                        _torch_module.from_numpy(back).to(out.device))
