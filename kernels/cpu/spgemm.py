@@ -109,8 +109,10 @@ def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, parts):
                 cnt = 0
                 for p in range(a_ptr[i], a_ptr[i + 1]):
                     k = a_idx[p]
-                    for q in range(b_ptr[k], b_ptr[k + 1]):
-                        j = b_idx[q]
+                    # Unsigned indices: no negative-index wraparound code in
+                    # the innermost loop (see kernels.cpu.extract).
+                    for q in range(np.uint64(b_ptr[k]), np.uint64(b_ptr[k + 1])):
+                        j = np.uint64(b_idx[q])
                         if marker[j] != i:
                             marker[j] = i
                             cnt += 1
@@ -219,15 +221,16 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                 k = a_idx[p]
                 if fast:
                     av = a_val[p]
-                    for q in range(b_ptr[k], b_ptr[k + 1]):
-                        j = b_idx[q]
+                    for q in range(np.uint64(b_ptr[k]), np.uint64(b_ptr[k + 1])):
+                        col = b_idx[q]
+                        j = np.uint64(col)
                         if marker[j] != i:
                             marker[j] = i
                             acc[j] = av * b_val[q]
-                            out_idx[f] = j
+                            out_idx[f] = col
                             f += 1
-                            lo = min(lo, j)
-                            hi = max(hi, j)
+                            lo = min(lo, col)
+                            hi = max(hi, col)
                         else:
                             acc[j] += av * b_val[q]
                     continue
