@@ -206,12 +206,12 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
                     numba.get_num_threads())
 
 
-def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
+def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     return int(rows.size) + int(cols.size)
 
 
 @parallel_kernel(_extract_work)
-def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
+def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     G = row_ptr.size - 1
     nr = rows.size
     # Upper bound per output row: the input row's length.
@@ -226,31 +226,61 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
     dup = np.full(G, -1, np.int64)
     bounds = _group_bounds(G, parts)
     for c in prange(bounds.size - 1):
+        # As in _compact: a hash table of the group's columns, or, when a
+        # group's work (its rows' entries) is large next to the column space,
+        # a tag array over the columns holding (group id << 32) | local id,
+        # one load per entry instead of a hashed probe.
         most = np.int64(0)
+        work = np.int64(0)
         for g in range(bounds[c], bounds[c + 1]):
             most = max(most, col_ptr[g + 1] - col_ptr[g])
-        table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+            w = np.int64(0)
+            for i in range(row_ptr[g], row_ptr[g + 1]):
+                w += ub[i + 1] - ub[i]
+            work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
+        dense = work * DENSE_FACTOR >= ncols
+        if dense:
+            tags = np.full(ncols, -1, np.int64)
+            table = np.empty(0, np.int64)
+        else:
+            tags = np.empty(0, np.int64)
+            table = np.empty(np.int64(2) << _table_bits(most), np.int64)
         for g in range(bounds[c], bounds[c + 1]):
+            gid = np.int64(g)
             bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
-            _clear(table, bits)
+            if not dense:
+                _clear(table, bits)
             for t in range(col_ptr[g], col_ptr[g + 1]):
                 v = cols[t]
-                s = _probe(table, v, bits)
-                if table[2 * s] == v and dup[g] < 0:
-                    dup[g] = t
                 # A repeated column maps to its last position (as the CUDA
                 # twin's search does); repeats are refused by the caller.
-                table[2 * s] = v
-                table[2 * s + 1] = t - col_ptr[g]
+                if dense:
+                    if (tags[v] >> 32) == gid and dup[g] < 0:
+                        dup[g] = t
+                    tags[v] = (gid << 32) | (t - col_ptr[g])
+                else:
+                    s = _probe(table, v, bits)
+                    if table[2 * s] == v and dup[g] < 0:
+                        dup[g] = t
+                    table[2 * s] = v
+                    table[2 * s + 1] = t - col_ptr[g]
             for i in range(row_ptr[g], row_ptr[g + 1]):
                 r = rows[i]
                 f = ub[i]
-                for e in range(ptr[r], ptr[r + 1]):
-                    s = _probe(table, idx[e], bits)
-                    if table[2 * s] != _EMPTY:
-                        tmp_idx[f] = col_ptr[g] + table[2 * s + 1]
-                        tmp_src[f] = e
-                        f += 1
+                if dense:
+                    for e in range(ptr[r], ptr[r + 1]):
+                        tg = tags[idx[e]]
+                        if (tg >> 32) == gid:
+                            tmp_idx[f] = col_ptr[g] + (tg & 0xFFFFFFFF)
+                            tmp_src[f] = e
+                            f += 1
+                else:
+                    for e in range(ptr[r], ptr[r + 1]):
+                        s = _probe(table, idx[e], bits)
+                        if table[2 * s] != _EMPTY:
+                            tmp_idx[f] = col_ptr[g] + table[2 * s + 1]
+                            tmp_src[f] = e
+                            f += 1
                 cnt[i + 1] = f - ub[i]
                 sort_pairs(tmp_idx, tmp_src, ub[i], f)
     for i in range(nr):
@@ -281,8 +311,9 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     cols, col_ptr : int64 arrays
         Columns of each group (CSR-like; distinct within a group).
     ncols : int
-        Number of input columns (unused: no work is sized by it; kept for
-        the CUDA twin's signature).
+        Number of input columns: a worker whose largest group's work (its
+        rows' entries) is at least ``ncols / DENSE_FACTOR`` looks columns up
+        in a tag array over the columns, the others in hash tables.
 
     Returns
     -------
@@ -299,7 +330,8 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
         A group of ``GROUP_LIMIT`` columns or more.
     """
     _check_group_sizes("extract_groups", "col_ptr", col_ptr, None)
-    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, numba.get_num_threads())
+    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, np.int64(ncols),
+                    numba.get_num_threads())
 
 
 def _check_group_sizes(func, arg, first_ptr, entries):
