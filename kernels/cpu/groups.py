@@ -14,8 +14,9 @@ Groups are processed in parallel.  Each group relabels its columns through
 its own open-addressing hash table (column -> local id), sized to a power of
 two at least twice the group's work (its leading columns plus its entries,
 or its selected columns), so the table is at most half full and fits in
-cache.  ``compact_groups`` gives a worker whose groups are large next to
-the column space (work >= ncols / DENSE_FACTOR) a tag array over the
+cache.  Both kernels give a worker whose groups are large next to the
+column space (work >= ncols / DENSE_FACTOR; for ``extract_groups`` the work
+is the entries of the group's rows, which it scans) a tag array over the
 columns instead, filled once per call.  Either way scratch is bounded by the
 work, not by the column count times the threads, nothing outlives the call,
 and concurrent calls from several Python threads share nothing.
