@@ -184,6 +184,11 @@ class _LayerWise(Sampler):
         holds minibatch g's probabilities."""
         raise NotImplementedError
 
+    def _kept_probabilities(self, Pn, prow, one_per_group, src, src_ptr):
+        """p_j of every kept column, read from its minibatch's row of Pn."""
+        p = extract_blockwise(Pn, prow, one_per_group, src, src_ptr)
+        return reduce_rowwise(transpose(p), "plus")
+
     def _sample_stacked(self, B, seed, epoch):
         xp = self.A.xp
         k = B.k
@@ -200,9 +205,7 @@ class _LayerWise(Sampler):
             _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
                                                         first_ptr=dst_ptr)
             adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
-            # p_j of every kept column, read from its minibatch's row of P.
-            p = extract_blockwise(Pn, prow, one_per_group, src, src_ptr)
-            p_col = reduce_rowwise(transpose(p), "plus")
+            p_col = self._kept_probabilities(Pn, prow, one_per_group, src, src_ptr)
             scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
             adj = normalize_rows(scale_columns(adj, scale.astype(adj.dtype)))
             layers.append((adj, dst, dst_ptr, src, src_ptr))
@@ -273,6 +276,13 @@ class FastGCN(_LayerWise):
         self._global = Matrix.from_csr(xp.asarray([0, nz.size], dtype=np.int64), nz,
                                        col_norms[nz], (1, n), check=False, copy=False)
         self._global_norm = normalize_rows(self._global)
+        # The same values as a dense vector: a kept column's p is one load,
+        # not a scan of the n-entry row per minibatch and layer.
+        self._p_dense = xp.zeros(n, self._global_norm.dtype)
+        self._p_dense[nz] = self._global_norm.values
+
+    def _kept_probabilities(self, Pn, prow, one_per_group, src, src_ptr):
+        return self._p_dense[src]
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp

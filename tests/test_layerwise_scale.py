@@ -29,3 +29,24 @@ def test_scale_columns_equals_product_with_diagonal(m, n, density, seed, dtype):
     with np.errstate(over="ignore"):
         ref = (S @ sp.diags(d)).toarray()
     assert np.allclose(got.to_dense(), ref, rtol=1e-6, atol=0)
+
+
+def test_fastgcn_dense_probabilities_change_no_block(monkeypatch):
+    """FastGCN reads p_j from a dense vector; the generic path (extracting
+    each minibatch's kept columns from the global row) gives the same blocks."""
+    from sampling import FastGCN
+    from sampling.layerwise import _LayerWise
+    from spla.generators import rmat
+    A = rmat(9, 8, seed=4)
+    rng = np.random.default_rng(0)
+    batches = [rng.choice(A.nrows, 20, replace=False) for _ in range(3)]
+    fast = FastGCN(A, [30, 25]).sample(batches, seed=5)
+    monkeypatch.setattr(FastGCN, "_kept_probabilities", _LayerWise._kept_probabilities)
+    slow = FastGCN(A, [30, 25]).sample(batches, seed=5)
+    for a, b in zip(fast, slow):
+        for x, y in zip(a.blocks, b.blocks):
+            assert np.array_equal(x.src_nodes, y.src_nodes)
+            assert np.array_equal(np.asarray(x.adj.indptr), np.asarray(y.adj.indptr))
+            assert np.array_equal(np.asarray(x.adj.indices), np.asarray(y.adj.indices))
+            assert np.asarray(x.adj.values).tobytes() == np.asarray(y.adj.values).tobytes()
+            assert x.adj.nnz > 0
