@@ -215,12 +215,19 @@ def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
 def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     G = row_ptr.size - 1
     nr = rows.size
-    # Upper bound per output row: the input row's length.
+    # Upper bound per output row: the input row's length, and no more than
+    # the group's columns (a canonical row holds a column once), so a hub
+    # row selected by many groups does not size the scratch by its degree.
     ub = np.zeros(nr + 1, np.int64)
-    for i in prange(nr):
-        ub[i + 1] = ptr[rows[i] + 1] - ptr[rows[i]]
+    for g in prange(G):
+        m = col_ptr[g + 1] - col_ptr[g]
+        for i in range(row_ptr[g], row_ptr[g + 1]):
+            ub[i + 1] = min(ptr[rows[i] + 1] - ptr[rows[i]], m)
     for i in range(nr):
         ub[i + 1] += ub[i]
+    # Set when a row repeats a column (not canonical): more entries would
+    # be kept than its bound allows, so the caller raises instead.
+    repeats = np.zeros(1, np.int64)
     tmp_idx = np.empty(ub[nr], np.int64)
     tmp_src = np.empty(ub[nr], np.int64)
     cnt = np.zeros(nr + 1, np.int64)
@@ -237,7 +244,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
             most = max(most, col_ptr[g + 1] - col_ptr[g])
             w = np.int64(0)
             for i in range(row_ptr[g], row_ptr[g + 1]):
-                w += ub[i + 1] - ub[i]
+                w += ptr[rows[i] + 1] - ptr[rows[i]]
             work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
         dense = work * DENSE_FACTOR >= ncols
         if dense:
@@ -268,10 +275,14 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
             for i in range(row_ptr[g], row_ptr[g + 1]):
                 r = rows[i]
                 f = ub[i]
+                end = ub[i + 1]
                 if dense:
                     for e in range(ptr[r], ptr[r + 1]):
                         tg = tags[idx[e]]
                         if (tg >> 32) == gid:
+                            if f == end:
+                                repeats[0] = 1
+                                break
                             tmp_idx[f] = col_ptr[g] + (tg & 0xFFFFFFFF)
                             tmp_src[f] = e
                             f += 1
@@ -279,6 +290,9 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                     for e in range(ptr[r], ptr[r + 1]):
                         s = _probe(table, idx[e], bits)
                         if table[2 * s] != _EMPTY:
+                            if f == end:
+                                repeats[0] = 1
+                                break
                             tmp_idx[f] = col_ptr[g] + table[2 * s + 1]
                             tmp_src[f] = e
                             f += 1
@@ -297,7 +311,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
         if dup[g] >= 0:
             first_dup = dup[g]
             break
-    return cnt, out_idx, src, first_dup
+    return cnt, out_idx, src, first_dup, repeats[0]
 
 
 def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
@@ -331,8 +345,12 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
         A group of ``GROUP_LIMIT`` columns or more.
     """
     _check_group_sizes("extract_groups", "col_ptr", col_ptr, None)
-    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, np.int64(ncols),
-                    numba.get_num_threads())
+    cnt, out_idx, src, first_dup, repeats = _extract(ptr, idx, rows, row_ptr, cols, col_ptr,
+                                                     np.int64(ncols), numba.get_num_threads())
+    if repeats:
+        raise KernelLimitError("extract_groups", "idx", "rows without repeated columns",
+                               "a selected row holding a column twice")
+    return cnt, out_idx, src, first_dup
 
 
 def _check_group_sizes(func, arg, first_ptr, entries):
