@@ -93,6 +93,9 @@ def rejection_budget(cnt):
 #: rather than by a scan of the picks so far (a scan of a few words is
 #: cheaper than hashing; beyond, the scans cost O(k^2) per row).
 SET_MIN = 32
+#: Rows of at most this many entries finish the second phase by the scans of
+#: ``_fill_by_scan`` (no scratch to allocate), longer ones by running sums.
+SCAN_MAX_D = 64
 
 
 @numba.njit(cache=True, inline="always")
@@ -344,8 +347,9 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, mode,
 
     Rows drawing more than ``SET_MIN`` picks without replacement look picks
     up in a hash set sized by ``cnt`` instead of scanning them, and a row
-    whose rejection draws run out finishes by ``_fill_by_running_sum``
-    (scratch sized by the row) instead of the linear scans.  The draw
+    of more than ``SCAN_MAX_D`` entries whose rejection draws run out
+    finishes by ``_fill_by_running_sum`` (scratch sized by the row) instead
+    of the linear scans.  The draw
     sequence (``_floyd``, ``_reject``) is the one ``sample_one_row`` runs,
     and both membership tests and both second phases give the same answers,
     so the picks are identical (tests/test_its.py checks it).
@@ -366,8 +370,14 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, mode,
     else:
         filled, n = _reject(out, o, cnt, lo, hi, prefix, key, seen, bits)
         if filled < cnt:
-            _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values,
-                                 has_values, key, seen, bits)
+            if hi - lo <= SCAN_MAX_D:
+                # A short row: two scans per pick cost less than scratch.
+                sort_range(out, o, o + filled)
+                _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values,
+                              key)
+            else:
+                _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values,
+                                     has_values, key, seen, bits)
     sort_range(out, o, o + cnt)
 
 

@@ -124,7 +124,8 @@ def _weights(rng, d, kind):
 
 def test_cpu_twin_and_device_path_match_the_reference_on_many_rows():
     rng = np.random.default_rng(5)
-    seen = {"fallback": 0, "hashed": 0, "hashed_fallback": 0, "floyd_hashed": 0}
+    seen = {"fallback": 0, "hashed": 0, "hashed_fallback": 0, "floyd_hashed": 0,
+            "scan_fallback": 0, "running_sum_fallback": 0}
     for trial in range(600):
         d = int(rng.integers(1, 260))
         k = int(rng.integers(1, d + 3))
@@ -141,6 +142,8 @@ def test_cpu_twin_and_device_path_match_the_reference_on_many_rows():
                 seen["hashed"] += hashed
                 seen["hashed_fallback"] += hashed and fallback
                 seen["floyd_hashed"] += hashed and kind == 2
+                seen["scan_fallback"] += fallback and d <= its.SCAN_MAX_D
+                seen["running_sum_fallback"] += fallback and d > its.SCAN_MAX_D
     # Every branch of the CPU twin was compared, not only the easy ones.
     assert min(seen.values()) >= 5, seen
 
