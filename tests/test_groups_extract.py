@@ -56,3 +56,30 @@ def test_a_row_repeating_a_column_is_refused_not_overrun(width):
     with pytest.raises(KernelLimitError, match="extract_groups: argument 'idx'"):
         K.extract_groups(ptr, idx, np.array([0], np.int64), np.array([0, 1], np.int64),
                          np.array([3], np.int64), np.array([0, 1], np.int64), width)
+
+
+@pytest.mark.parametrize("huge", [False, True])
+def test_rows_keeping_many_columns_are_placed_in_order(huge):
+    """Rows keeping more than 32 of their group's columns are ordered by
+    placement rather than sorting; rows keeping few, by sorting: both in one
+    call, against scipy."""
+    rng = np.random.default_rng(4)
+    S = sp.random(30, 400, density=0.6, format="csr", random_state=rng)
+    S.sort_indices()
+    S.data = np.arange(1, S.nnz + 1, dtype=np.float64)
+    rows = np.concatenate([np.arange(30), rng.integers(0, 30, 20)]).astype(np.int64)
+    cols = np.concatenate([rng.choice(400, 300, replace=False),      # many kept per row
+                           rng.choice(400, 20, replace=False),       # few kept per row
+                           rng.choice(400, 390, replace=False)]).astype(np.int64)
+    rp = np.array([0, 30, 40, 50], np.int64)
+    cp = np.array([0, 300, 320, 710], np.int64)
+    ptr, idx = S.indptr.astype(np.int64), S.indices.astype(np.int64)
+    indptr, indices, src, _ = K.extract_groups(ptr, idx, rows, rp, cols, cp,
+                                               2 ** 40 if huge else 400)
+    want = _reference(S, rows, rp, cols, cp)
+    got = sp.csr_matrix((S.data[src], indices, indptr), shape=want.shape)
+    assert np.array_equal(got.toarray(), want.toarray())
+    kept = np.diff(indptr)
+    assert kept[:30].min() > 32 and kept[30:40].max() <= 32
+    assert all(np.all(np.diff(indices[indptr[i]:indptr[i + 1]]) > 0)
+               for i in range(indptr.size - 1))

@@ -96,6 +96,9 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
         else:
             tags = np.empty(0, np.int64)
             table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+        # Entry of each local column of the current row (-1: none), for rows
+        # keeping many of their group's columns (see _order_row).
+        slot = np.full(most, -1, np.int64)
         for g in range(bounds[c], bounds[c + 1]):
             gid = np.int64(g)
             bits = _table_bits((first_ptr[g + 1] - first_ptr[g])
@@ -207,6 +210,30 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
                     numba.get_num_threads())
 
 
+@numba.njit(cache=True, inline="always")
+def _order_row(keys, vals, lo, hi, base, m, slot):
+    """Sort the kept entries ``keys[lo:hi]`` (distinct, in ``[base, base+m)``).
+
+    A row keeping many of its group's ``m`` columns is placed by its local
+    ids through ``slot`` and read back in order, O(kept + m) with no
+    allocation; a row keeping few is sorted (``sort_pairs``).
+    """
+    kept = hi - lo
+    if kept <= 32 or m > 8 * kept:
+        sort_pairs(keys, vals, lo, hi)
+        return
+    for t in range(lo, hi):
+        slot[keys[t] - base] = vals[t]
+    f = lo
+    for q in range(m):
+        v = slot[q]
+        if v >= 0:
+            keys[f] = base + q
+            vals[f] = v
+            slot[q] = -1
+            f += 1
+
+
 def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     return int(rows.size) + int(cols.size)
 
@@ -253,6 +280,9 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
         else:
             tags = np.empty(0, np.int64)
             table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+        # Entry of each local column of the current row (-1: none), for rows
+        # keeping many of their group's columns (see _order_row).
+        slot = np.full(most, -1, np.int64)
         for g in range(bounds[c], bounds[c + 1]):
             gid = np.int64(g)
             bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
@@ -297,7 +327,8 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                             tmp_src[f] = e
                             f += 1
                 cnt[i + 1] = f - ub[i]
-                sort_pairs(tmp_idx, tmp_src, ub[i], f)
+                _order_row(tmp_idx, tmp_src, ub[i], f, col_ptr[g],
+                           col_ptr[g + 1] - col_ptr[g], slot)
     for i in range(nr):
         cnt[i + 1] += cnt[i]
     out_idx = np.empty(cnt[nr], np.int64)
