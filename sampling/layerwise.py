@@ -179,15 +179,27 @@ class _LayerWise(Sampler):
         return int(total) + 4096
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
-        """(P, Pn, rows): P (k x n, one row per minibatch, possibly lazy) to
-        sample from, and the row-normalised matrix Pn whose row ``rows[g]``
-        holds minibatch g's probabilities."""
+        """(P, W, rows): P (k x n, one row per minibatch, possibly lazy) to
+        sample from, and a materialised matrix W whose row ``rows[g]`` holds
+        minibatch g's weights (probabilities once its row is normalised)."""
         raise NotImplementedError
 
-    def _kept_probabilities(self, Pn, prow, one_per_group, src, src_ptr):
-        """p_j of every kept column, read from its minibatch's row of Pn."""
-        p = extract_blockwise(Pn, prow, one_per_group, src, src_ptr)
-        return reduce_rowwise(transpose(p), "plus")
+    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
+        """p_j of every kept column: its minibatch's row of W, normalised.
+
+        Only the kept columns are divided by their row's sum, the very
+        division ``normalize_rows(W)`` makes on every entry (the same
+        operands, so the same values) without a pass over all of W.
+        """
+        xp = W.xp
+        if W.values is None or W.dtype.kind in "iu":
+            W = W.astype(np.float64)
+        sums = reduce_rowwise(W, "plus")[prow]
+        safe = xp.where(sums == 0, 1, sums).astype(W.dtype)
+        p = extract_blockwise(W, prow, one_per_group, src, src_ptr)
+        raw = reduce_rowwise(transpose(p), "plus")
+        group = xp.repeat(xp.arange(prow.size), _counts(src_ptr))
+        return raw / safe[group]
 
     def _sample_stacked(self, B, seed, epoch):
         xp = self.A.xp
@@ -200,12 +212,12 @@ class _LayerWise(Sampler):
             # Rows of Â for this layer's destinations (fetched when distributed).
             A = self._rows(self.A, self.D, dst)
             A_sq = self.A_sq if self.D is None else apply(A, "square")
-            P, Pn, prow = self._probabilities(dst, dst_ptr, k, A_sq)
+            P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq)
             S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids)
             _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
                                                         first_ptr=dst_ptr)
             adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
-            p_col = self._kept_probabilities(Pn, prow, one_per_group, src, src_ptr)
+            p_col = self._kept_probabilities(W, prow, one_per_group, src, src_ptr)
             scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
             adj = normalize_rows(scale_columns(adj, scale.astype(adj.dtype)))
             layers.append((adj, dst, dst_ptr, src, src_ptr))
@@ -246,7 +258,7 @@ class LADIES(_LayerWise):
         group = xp.repeat(xp.arange(k), _counts(dst_ptr))
         Q = Matrix.from_coo(group, dst, shape=(k, self.num_nodes))
         P = (Q @ A_sq).new()
-        return P, normalize_rows(P), xp.arange(k)
+        return P, P, xp.arange(k)
 
 
 class FastGCN(_LayerWise):
@@ -281,7 +293,7 @@ class FastGCN(_LayerWise):
         self._p_dense = xp.zeros(n, self._global_norm.dtype)
         self._p_dense[nz] = self._global_norm.values
 
-    def _kept_probabilities(self, Pn, prow, one_per_group, src, src_ptr):
+    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
         return self._p_dense[src]
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
@@ -289,7 +301,7 @@ class FastGCN(_LayerWise):
         pick_row0 = Matrix.from_csr(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
                                     None, (k, 1), check=False, copy=False)
         # Lazy: sampled by the fused path from the one global row.
-        return pick_row0 @ self._global, self._global_norm, xp.zeros(k, np.int64)
+        return pick_row0 @ self._global, self._global, xp.zeros(k, np.int64)
 
 
 def _column_norms(A_sq, D):
