@@ -235,7 +235,9 @@ def _order_row(keys, vals, lo, hi, base, m, slot):
 
 
 def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
-    return int(rows.size) + int(cols.size)
+    # The rows' entries are scanned: rows times the mean row length (O(1)).
+    n = max(1, int(ptr.size) - 1)
+    return int(rows.size) * max(1, int(ptr[-1]) // n) + int(cols.size)
 
 
 @parallel_kernel(_extract_work)
@@ -259,18 +261,53 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     tmp_src = np.empty(ub[nr], np.int64)
     cnt = np.zeros(nr + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, parts)
+    # Tasks: pieces of a group's rows.  With fewer groups than workers (one
+    # minibatch at a time) a group's rows are split so every worker scans
+    # some; each worker builds the column map of the groups it meets, which
+    # costs the group's columns, little next to its rows' entries.
+    per = np.int64(1)
+    if 0 < G < parts:
+        per = (parts + G - 1) // G
+    T = G * per
+    t_g = np.empty(T, np.int64)
+    t_r0 = np.empty(T, np.int64)
+    t_r1 = np.empty(T, np.int64)
+    for g in range(G):
+        for q in range(per):
+            t_g[g * per + q] = g
+        t_r0[g * per] = row_ptr[g]
+        t_r1[g * per + per - 1] = row_ptr[g + 1]
+        if per > 1:
+            # Cut where the rows' entries (the scan's work) reach q / per of
+            # the group's: hub rows make row counts a poor measure.
+            total = np.int64(0)
+            for i in range(row_ptr[g], row_ptr[g + 1]):
+                total += ptr[rows[i] + 1] - ptr[rows[i]]
+            acc = np.int64(0)
+            q = 1
+            for i in range(row_ptr[g], row_ptr[g + 1]):
+                while q < per and acc * per >= total * q:
+                    t_r1[g * per + q - 1] = i
+                    t_r0[g * per + q] = i
+                    q += 1
+                acc += ptr[rows[i] + 1] - ptr[rows[i]]
+            while q < per:
+                t_r1[g * per + q - 1] = row_ptr[g + 1]
+                t_r0[g * per + q] = row_ptr[g + 1]
+                q += 1
+    bounds = _group_bounds(T, parts)
     for c in prange(bounds.size - 1):
         # As in _compact: a hash table of the group's columns, or, when a
-        # group's work (its rows' entries) is large next to the column space,
+        # task's work (its rows' entries) is large next to the column space,
         # a tag array over the columns holding (group id << 32) | local id,
         # one load per entry instead of a hashed probe.
         most = np.int64(0)
         work = np.int64(0)
-        for g in range(bounds[c], bounds[c + 1]):
+        for t in range(bounds[c], bounds[c + 1]):
+            g = t_g[t]
             most = max(most, col_ptr[g + 1] - col_ptr[g])
             w = np.int64(0)
-            for i in range(row_ptr[g], row_ptr[g + 1]):
+            for i in range(t_r0[t], t_r1[t]):
                 w += ptr[rows[i] + 1] - ptr[rows[i]]
             work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
         dense = work * DENSE_FACTOR >= ncols
@@ -283,26 +320,35 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
         # Entry of each local column of the current row (-1: none), for rows
         # keeping many of their group's columns (see _order_row).
         slot = np.full(most, -1, np.int64)
-        for g in range(bounds[c], bounds[c + 1]):
+        cur = np.int64(-1)
+        bits = 0
+        for task in range(bounds[c], bounds[c + 1]):
+            g = t_g[task]
             gid = np.int64(g)
-            bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
-            if not dense:
-                _clear(table, bits)
-            for t in range(col_ptr[g], col_ptr[g + 1]):
-                v = cols[t]
-                # A repeated column maps to its last position (as the CUDA
-                # twin's search does); repeats are refused by the caller.
-                if dense:
-                    if (tags[v] >> 32) == gid and dup[g] < 0:
-                        dup[g] = t
-                    tags[v] = (gid << 32) | (t - col_ptr[g])
-                else:
-                    s = _probe(table, v, bits)
-                    if table[2 * s] == v and dup[g] < 0:
-                        dup[g] = t
-                    table[2 * s] = v
-                    table[2 * s + 1] = t - col_ptr[g]
-            for i in range(row_ptr[g], row_ptr[g + 1]):
+            if g != cur:
+                cur = g
+                # Only the group's first piece reports a repeated column
+                # (no two workers write dup[g]).
+                report = task % per == 0
+                bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
+                if not dense:
+                    _clear(table, bits)
+                for t in range(col_ptr[g], col_ptr[g + 1]):
+                    v = cols[t]
+                    # A repeated column maps to its last position (as the
+                    # CUDA twin's search does); repeats are refused by the
+                    # caller.
+                    if dense:
+                        if report and (tags[v] >> 32) == gid and dup[g] < 0:
+                            dup[g] = t
+                        tags[v] = (gid << 32) | (t - col_ptr[g])
+                    else:
+                        s = _probe(table, v, bits)
+                        if report and table[2 * s] == v and dup[g] < 0:
+                            dup[g] = t
+                        table[2 * s] = v
+                        table[2 * s + 1] = t - col_ptr[g]
+            for i in range(t_r0[task], t_r1[task]):
                 r = rows[i]
                 f = ub[i]
                 end = ub[i + 1]
