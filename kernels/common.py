@@ -115,6 +115,51 @@ def insertion_sort(a, lo, hi):
 
 
 @numba.njit(cache=True, inline="always")
+def _sift_down(a, lo, root, end):
+    # Max-heap rooted at a[lo]; children of heap node r are 2r+1, 2r+2.
+    v = a[lo + root]
+    while True:
+        c = 2 * root + 1
+        if c >= end:
+            break
+        if c + 1 < end and a[lo + c + 1] > a[lo + c]:
+            c += 1
+        if a[lo + c] <= v:
+            break
+        a[lo + root] = a[lo + c]
+        root = c
+    a[lo + root] = v
+
+
+@numba.njit(cache=True)
+def sort_range(a, lo, hi):
+    """Sort ``a[lo:hi]`` in place without allocating (device-safe).
+
+    Insertion sort up to 32 entries (the common short rows of picks), heap
+    sort beyond, so a row of hundreds of picks never costs quadratic time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernels.common import sort_range
+    >>> a = np.array([9, 5, 3, 8, 1, 0])
+    >>> sort_range(a, 1, 5); a.tolist()
+    [9, 1, 3, 5, 8, 0]
+    """
+    n = hi - lo
+    if n <= 32:
+        insertion_sort(a, lo, hi)
+        return
+    for root in range(n // 2 - 1, -1, -1):
+        _sift_down(a, lo, root, n)
+    for end in range(n - 1, 0, -1):
+        v = a[lo]
+        a[lo] = a[lo + end]
+        a[lo + end] = v
+        _sift_down(a, lo, 0, end)
+
+
+@numba.njit(cache=True, inline="always")
 def sort_pairs(keys, vals, lo, hi):
     """Sort ``keys[lo:hi]`` ascending, permuting ``vals`` alongside (keys distinct).
 
@@ -193,6 +238,26 @@ def probe(table, key, bits):
         k = table[2 * s]
         if k == key or k == EMPTY_KEY:
             return s
+        s = (s + 1) & mask
+
+
+@numba.njit(cache=True, inline="always")
+def set_add(keys, bits, key):
+    """Add ``key`` (>= 0) to a keys-only table of ``2**bits`` slots; False if present.
+
+    ``keys`` holds ``EMPTY_KEY`` in free slots (``np.full(1 << bits,
+    EMPTY_KEY)``) and must keep a free slot (``table_bits``).  Allocation is
+    the caller's, so a device function can use it on scratch it is given.
+    """
+    mask = (np.int64(1) << bits) - 1
+    s = hash_slot(key, bits)
+    while True:
+        k = keys[s]
+        if k == key:
+            return False
+        if k == EMPTY_KEY:
+            keys[s] = key
+            return True
         s = (s + 1) & mask
 
 

@@ -19,6 +19,11 @@ weight, drawing ``cnt`` slots:
   a fixed budget of draws the remaining picks are made directly from the
   remaining mass by a linear scan, so heavy entries cannot stall a row.
 
+``sample_one_row`` allocates nothing, so the CUDA kernels call it as a
+device function.  The CPU kernels call ``sample_one_row_cpu``, which runs
+the same draw sequence with scratch of its own (a hash set of the picks,
+running sums for the second phase) and makes the same picks.
+
 Picks are written as entry positions, sorted ascending (rows of a canonical
 CSR matrix are sorted by column, so this is column order too).
 
@@ -33,7 +38,8 @@ row is sampled from its raw weights, so the rescaling changes no other pick.
 import numba
 import numpy as np
 
-from kernels.common import contains, insertion_sort, search_prefix, uniform01
+from kernels.common import (EMPTY_KEY, contains, hash_slot, search_prefix, set_add,
+                            sort_range, table_bits, uniform01)
 
 # Row modes, computed by the callers.
 UNIFORM = 0
@@ -83,10 +89,198 @@ def rejection_budget(cnt):
     return 4 * cnt + 16
 
 
+#: Picks per row above which the CPU twin looks picks up in a hash set
+#: rather than by a scan of the picks so far (a scan of a few words is
+#: cheaper than hashing; beyond, the scans cost O(k^2) per row).
+SET_MIN = 32
+#: Rows of at most this many entries finish the second phase by the scans of
+#: ``_fill_by_scan`` (no scratch to allocate), longer ones by running sums.
+SCAN_MAX_D = 64
+
+
+@numba.njit(cache=True, inline="always")
+def _is_new(out, o, filled, seen, bits, j):
+    """Whether position ``j`` is not among the picks ``out[o:o+filled]``.
+
+    ``bits == 0``: a linear scan of the picks.  Otherwise ``seen`` is a hash
+    set of ``2**bits`` slots holding exactly those picks, and ``j`` is added
+    to it when new.  Both answer the same question, so the draws that follow
+    are the same either way.
+    """
+    if bits == 0:
+        return not contains(out, o, o + filled, j)
+    return set_add(seen, bits, j)
+
+
+@numba.njit(cache=True, inline="always")
+def _floyd(out, o, cnt, lo, hi, key, seen, bits):
+    """Uniform without replacement: Floyd's algorithm, picks left unsorted."""
+    d = hi - lo
+    # For t = d-cnt .. d-1 pick r in [0, t]; if taken, take t (never taken:
+    # every earlier pick is below t).
+    f = o
+    n = 0
+    for t in range(d - cnt, d):
+        r = np.int64(uniform01(key, n) * (t + 1))
+        n += 1
+        if r > t:
+            r = t
+        if not _is_new(out, o, f - o, seen, bits, lo + r):
+            r = t
+            if bits:
+                set_add(seen, bits, lo + t)
+        out[f] = lo + r
+        f += 1
+
+
+@numba.njit(cache=True, inline="always")
+def _reject(out, o, cnt, lo, hi, prefix, key, seen, bits):
+    """Weighted without replacement, first phase: draws with repeats rejected.
+
+    Returns ``(filled, n)``: the distinct picks made (unsorted, in
+    ``out[o:o+filled]``) and the draws used, at most ``rejection_budget(cnt)``.
+    """
+    total = prefix[hi - 1]
+    filled = 0
+    n = 0
+    budget = rejection_budget(cnt)
+    while filled < cnt and n < budget:
+        j = search_prefix(prefix, lo, hi, uniform01(key, n) * total)
+        n += 1
+        if _is_new(out, o, filled, seen, bits, j):
+            out[o + filled] = j
+            filled += 1
+    return filled, n
+
+
+@numba.njit(cache=True, inline="always")
+def _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key):
+    """Second phase: the remaining picks, each drawn exactly from the mass not
+    yet picked by a linear scan of the row.  ``out[o:o+filled]`` must be
+    sorted; it stays sorted.  No scratch (the CUDA kernels' path)."""
+    # The same weights the prefix sum was formed from.
+    scale = row_scale(row_max(lo, hi, values, has_values))
+    while filled < cnt:
+        # Picks stay sorted so one merge-like pass skips them.
+        rem = 0.0
+        p = o
+        for j in range(lo, hi):
+            if p < o + filled and out[p] == j:
+                p += 1
+                continue
+            w = weight_at(values, has_values, j)
+            if w > 0.0:
+                rem += w * scale
+        x = uniform01(key, n) * rem
+        n += 1
+        acc = 0.0
+        pick = -1
+        last = -1
+        p = o
+        for j in range(lo, hi):
+            if p < o + filled and out[p] == j:
+                p += 1
+                continue
+            w = weight_at(values, has_values, j)
+            if w > 0.0:
+                # ``last`` is a positive entry even if its scaled weight
+                # underflowed, so a pick always exists (filled < positives).
+                acc += w * scale
+                last = j
+                if acc > x:
+                    pick = j
+                    break
+        if pick < 0:
+            pick = last
+        # Insert keeping the filled part sorted.
+        q = o + filled
+        while q > o and out[q - 1] > pick:
+            out[q] = out[q - 1]
+            q -= 1
+        out[q] = pick
+        filled += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values, has_values,
+                         key, seen, bits):
+    """CPU twin of ``_fill_by_scan``: the same picks, cheaper.
+
+    ``_fill_by_scan`` sums the unpicked mass in row order, then scans again
+    to the first running sum above ``u * rem``.  Here the running sums are
+    kept in scratch (``run``) over the weights with picked ones zeroed
+    (``wk``): adding ``+0.0`` to a non-negative sum changes no bit, so
+    ``run`` holds exactly the scan's partial sums, ``run[-1]`` its ``rem``,
+    and the first ``run[t] > x`` is the scan's pick (the sum only rises at
+    an unpicked positive entry).  A pick at ``t`` leaves the sums before
+    ``t`` unchanged, so only ``run[t:]`` is summed again, and the pick is a
+    binary search.  Picks are left unsorted.
+    """
+    d = hi - lo
+    scale = row_scale(row_max(lo, hi, values, has_values))
+    wk = np.empty(d, np.float64)
+    run = np.empty(d, np.float64)
+    for t in range(d):
+        w = weight_at(values, has_values, lo + t)
+        wk[t] = w * scale if w > 0.0 else 0.0
+    for q in range(o, o + filled):
+        wk[out[q] - lo] = 0.0
+    start = 0
+    while filled < cnt:
+        acc = run[start - 1] if start > 0 else 0.0
+        for t in range(start, d):
+            acc += wk[t]
+            run[t] = acc
+        x = uniform01(key, n) * acc
+        n += 1
+        a = 0
+        b = d
+        while a < b:
+            m = (a + b) >> 1
+            if run[m] > x:
+                b = m
+            else:
+                a = m + 1
+        if a == d:
+            # Rounding put x at the total: the scan's ``last``, the last
+            # unpicked entry of positive weight.
+            a = d - 1
+            while a > 0 and not (weight_at(values, has_values, lo + a) > 0.0
+                                 and not _in_picks(out, o, filled, seen, bits,
+                                                   lo + a)):
+                a -= 1
+        out[o + filled] = lo + a
+        filled += 1
+        if bits:
+            set_add(seen, bits, lo + a)
+        wk[a] = 0.0
+        start = a
+
+
+@numba.njit(cache=True, inline="always")
+def _in_picks(out, o, filled, seen, bits, j):
+    """Whether ``j`` is among the picks (read only, unlike ``_is_new``)."""
+    if bits == 0:
+        return contains(out, o, o + filled, j)
+    mask = (np.int64(1) << bits) - 1
+    s = hash_slot(j, bits)
+    while True:
+        k = seen[s]
+        if k == j:
+            return True
+        if k == EMPTY_KEY:
+            return False
+        s = (s + 1) & mask
+
+
 @numba.njit(cache=True, nogil=True)
 def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
                    positives, key, replace):
     """Write ``cnt`` picked entry positions of row ``[lo, hi)`` to ``out[o:]``.
+
+    Allocates nothing (the CUDA kernels call it as a device function); the
+    CPU kernels call ``sample_one_row_cpu``, which makes the same picks with
+    scratch of its own.
 
     Parameters
     ----------
@@ -134,79 +328,57 @@ def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
             total = prefix[hi - 1]
             for t in range(cnt):
                 out[o + t] = search_prefix(prefix, lo, hi, uniform01(key, t) * total)
-        insertion_sort(out, o, o + cnt)
+        sort_range(out, o, o + cnt)
         return
+    # ``out`` stands in for the unused hash set (bits == 0: linear scans).
     if mode == UNIFORM:
-        # Floyd: for t = d-cnt .. d-1 pick r in [0, t]; if taken, take t.
-        f = o
-        n = 0
-        for t in range(d - cnt, d):
-            r = np.int64(uniform01(key, n) * (t + 1))
-            n += 1
-            if r > t:
-                r = t
-            if contains(out, o, f, lo + r):
-                r = t
-            out[f] = lo + r
-            f += 1
-        insertion_sort(out, o, o + cnt)
+        _floyd(out, o, cnt, lo, hi, key, out, 0)
+        sort_range(out, o, o + cnt)
         return
-    # Weighted without replacement.
-    total = prefix[hi - 1]
-    filled = 0
-    n = 0
-    budget = rejection_budget(cnt)
-    while filled < cnt and n < budget:
-        j = search_prefix(prefix, lo, hi, uniform01(key, n) * total)
-        n += 1
-        if not contains(out, o, o + filled, j):
-            out[o + filled] = j
-            filled += 1
-    insertion_sort(out, o, o + filled)
-    scale = 1.0
-    if filled < cnt:
-        # The same weights the prefix sum was formed from.
-        scale = row_scale(row_max(lo, hi, values, has_values))
-    while filled < cnt:
-        # Exact draw from the mass not yet picked; picks stay sorted so one
-        # merge-like pass skips them.
-        rem = 0.0
-        p = o
-        for j in range(lo, hi):
-            if p < o + filled and out[p] == j:
-                p += 1
-                continue
-            w = weight_at(values, has_values, j)
-            if w > 0.0:
-                rem += w * scale
-        x = uniform01(key, n) * rem
-        n += 1
-        acc = 0.0
-        pick = -1
-        last = -1
-        p = o
-        for j in range(lo, hi):
-            if p < o + filled and out[p] == j:
-                p += 1
-                continue
-            w = weight_at(values, has_values, j)
-            if w > 0.0:
-                # ``last`` is a positive entry even if its scaled weight
-                # underflowed, so a pick always exists (filled < positives).
-                acc += w * scale
-                last = j
-                if acc > x:
-                    pick = j
-                    break
-        if pick < 0:
-            pick = last
-        # Insert keeping the filled part sorted.
-        q = o + filled
-        while q > o and out[q - 1] > pick:
-            out[q] = out[q - 1]
-            q -= 1
-        out[q] = pick
-        filled += 1
+    filled, n = _reject(out, o, cnt, lo, hi, prefix, key, out, 0)
+    sort_range(out, o, o + filled)
+    _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key)
+
+
+@numba.njit(cache=True, nogil=True)
+def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, mode,
+                       positives, key, replace):
+    """``sample_one_row`` for the CPU kernels: the same picks, faster.
+
+    Rows drawing more than ``SET_MIN`` picks without replacement look picks
+    up in a hash set sized by ``cnt`` instead of scanning them, and a row
+    of more than ``SCAN_MAX_D`` entries whose rejection draws run out
+    finishes by ``_fill_by_running_sum`` (scratch sized by the row) instead
+    of the linear scans.  The draw
+    sequence (``_floyd``, ``_reject``) is the one ``sample_one_row`` runs,
+    and both membership tests and both second phases give the same answers,
+    so the picks are identical (tests/test_its.py checks it).
+    """
+    if cnt <= 0:
+        return
+    if replace or cnt >= positives:
+        sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
+                       positives, key, replace)
+        return
+    bits = 0
+    seen = out
+    if cnt > SET_MIN:
+        bits = table_bits(cnt)
+        seen = np.full(np.int64(1) << bits, EMPTY_KEY, np.int64)
+    if mode == UNIFORM:
+        _floyd(out, o, cnt, lo, hi, key, seen, bits)
+    else:
+        filled, n = _reject(out, o, cnt, lo, hi, prefix, key, seen, bits)
+        if filled < cnt:
+            if hi - lo <= SCAN_MAX_D:
+                # A short row: two scans per pick cost less than scratch.
+                sort_range(out, o, o + filled)
+                _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values,
+                              key)
+            else:
+                _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values,
+                                     has_values, key, seen, bits)
+    sort_range(out, o, o + cnt)
 
 
 @numba.njit(cache=True, inline="always")

@@ -89,6 +89,31 @@ def diagonal(d):
                            (n, n), check=False, copy=False)
 
 
+def scale_columns(M, d):
+    """``M @ diag(d)``: column ``j`` of ``M`` times ``d[j]``, entries kept.
+
+    The product with a diagonal matrix has one term per entry, so this is
+    ``mxm(M, diagonal(d))`` entry for entry (same structure, same rounded
+    products), without a sparse product's two passes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> M = spla.Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    >>> scale_columns(M, np.array([10.0, 0.5])).to_dense()
+    array([[10. ,  1. ],
+           [ 0. ,  1.5]])
+    """
+    if M.values is None:
+        vals = d[M.indices]
+    else:
+        # Overflow to inf is the product's result too (mxm does not warn).
+        with np.errstate(over="ignore"):
+            vals = M.values * d[M.indices]
+    return Matrix.from_csr(M.indptr, M.indices, vals, M.shape, check=False, copy=False)
+
+
 class _LayerWise(Sampler):
     """Shared body of LADIES and FastGCN; subclasses define the layer's P."""
 
@@ -154,10 +179,27 @@ class _LayerWise(Sampler):
         return int(total) + 4096
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
-        """(P, Pn, rows): P (k x n, one row per minibatch, possibly lazy) to
-        sample from, and the row-normalised matrix Pn whose row ``rows[g]``
-        holds minibatch g's probabilities."""
+        """(P, W, rows): P (k x n, one row per minibatch, possibly lazy) to
+        sample from, and a materialised matrix W whose row ``rows[g]`` holds
+        minibatch g's weights (probabilities once its row is normalised)."""
         raise NotImplementedError
+
+    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
+        """p_j of every kept column: its minibatch's row of W, normalised.
+
+        Only the kept columns are divided by their row's sum, the very
+        division ``normalize_rows(W)`` makes on every entry (the same
+        operands, so the same values) without a pass over all of W.
+        """
+        xp = W.xp
+        if W.values is None or W.dtype.kind in "iu":
+            W = W.astype(np.float64)
+        sums = reduce_rowwise(W, "plus")[prow]
+        safe = xp.where(sums == 0, 1, sums).astype(W.dtype)
+        p = extract_blockwise(W, prow, one_per_group, src, src_ptr)
+        raw = reduce_rowwise(transpose(p), "plus")
+        group = xp.repeat(xp.arange(prow.size), _counts(src_ptr))
+        return raw / safe[group]
 
     def _sample_stacked(self, B, seed, epoch):
         xp = self.A.xp
@@ -170,16 +212,14 @@ class _LayerWise(Sampler):
             # Rows of Â for this layer's destinations (fetched when distributed).
             A = self._rows(self.A, self.D, dst)
             A_sq = self.A_sq if self.D is None else apply(A, "square")
-            P, Pn, prow = self._probabilities(dst, dst_ptr, k, A_sq)
+            P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq)
             S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids)
             _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
                                                         first_ptr=dst_ptr)
             adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
-            # p_j of every kept column, read from its minibatch's row of P.
-            p = extract_blockwise(Pn, prow, one_per_group, src, src_ptr)
-            p_col = reduce_rowwise(transpose(p), "plus")
+            p_col = self._kept_probabilities(W, prow, one_per_group, src, src_ptr)
             scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
-            adj = normalize_rows(spla.mxm(adj, diagonal(scale.astype(adj.dtype))).new())
+            adj = normalize_rows(scale_columns(adj, scale.astype(adj.dtype)))
             layers.append((adj, dst, dst_ptr, src, src_ptr))
             dst, dst_ptr = src, src_ptr
         return layers
@@ -218,7 +258,7 @@ class LADIES(_LayerWise):
         group = xp.repeat(xp.arange(k), _counts(dst_ptr))
         Q = Matrix.from_coo(group, dst, shape=(k, self.num_nodes))
         P = (Q @ A_sq).new()
-        return P, normalize_rows(P), xp.arange(k)
+        return P, P, xp.arange(k)
 
 
 class FastGCN(_LayerWise):
@@ -248,13 +288,20 @@ class FastGCN(_LayerWise):
         self._global = Matrix.from_csr(xp.asarray([0, nz.size], dtype=np.int64), nz,
                                        col_norms[nz], (1, n), check=False, copy=False)
         self._global_norm = normalize_rows(self._global)
+        # The same values as a dense vector: a kept column's p is one load,
+        # not a scan of the n-entry row per minibatch and layer.
+        self._p_dense = xp.zeros(n, self._global_norm.dtype)
+        self._p_dense[nz] = self._global_norm.values
+
+    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
+        return self._p_dense[src]
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
         pick_row0 = Matrix.from_csr(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
                                     None, (k, 1), check=False, copy=False)
         # Lazy: sampled by the fused path from the one global row.
-        return pick_row0 @ self._global, self._global_norm, xp.zeros(k, np.int64)
+        return pick_row0 @ self._global, self._global, xp.zeros(k, np.int64)
 
 
 def _column_norms(A_sq, D):

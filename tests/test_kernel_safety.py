@@ -330,8 +330,15 @@ def test_serial_and_parallel_twins_agree():
     col_ptr = np.array([0, 100, 200, 300, 400], np.int64)
     rows = rng.integers(0, 200, 100)
     rptr = np.array([0, 25, 50, 75, 100], np.int64)
-    args = (ptr, idx, rows, rptr, cols, col_ptr, numba.get_num_threads())
-    _assert_same(K._extract.serial(*args), K._extract.parallel(*args), "extract")
+    # ncols = 5000: tag arrays; 2**40: hash tables (the same ids).
+    args = (ptr, idx, rows, rptr, cols, col_ptr, np.int64(5000), numba.get_num_threads())
+    work = max(int(np.diff(ptr)[rows[rptr[g]:rptr[g + 1]]].sum()) + 100 for g in range(4))
+    assert work * K.DENSE_FACTOR >= 5000         # the tag-array mode is the one tested
+    want = K._extract.serial(*args)
+    _assert_same(want, K._extract.parallel(*args), "extract, tag arrays")
+    hashed = args[:6] + (np.int64(2 ** 40), numba.get_num_threads())
+    _assert_same(want, K._extract.serial(*hashed), "extract, hash tables")
+    _assert_same(want, K._extract.parallel(*hashed), "extract, hash tables, parallel")
 
 
 def test_compact_groups_order_is_first_appearance():

@@ -14,8 +14,9 @@ Groups are processed in parallel.  Each group relabels its columns through
 its own open-addressing hash table (column -> local id), sized to a power of
 two at least twice the group's work (its leading columns plus its entries,
 or its selected columns), so the table is at most half full and fits in
-cache.  ``compact_groups`` gives a worker whose groups are large next to
-the column space (work >= ncols / DENSE_FACTOR) a tag array over the
+cache.  Both kernels give a worker whose groups are large next to the
+column space (work >= ncols / DENSE_FACTOR; for ``extract_groups`` the work
+is the entries of the group's rows, which it scans) a tag array over the
 columns instead, filled once per call.  Either way scratch is bounded by the
 work, not by the column count times the threads, nothing outlives the call,
 and concurrent calls from several Python threads share nothing.
@@ -95,6 +96,9 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
         else:
             tags = np.empty(0, np.int64)
             table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+        # Entry of each local column of the current row (-1: none), for rows
+        # keeping many of their group's columns (see _order_row).
+        slot = np.full(most, -1, np.int64)
         for g in range(bounds[c], bounds[c + 1]):
             gid = np.int64(g)
             bits = _table_bits((first_ptr[g + 1] - first_ptr[g])
@@ -206,53 +210,171 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
                     numba.get_num_threads())
 
 
-def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
-    return int(rows.size) + int(cols.size)
+@numba.njit(cache=True, inline="always")
+def _order_row(keys, vals, lo, hi, base, m, slot):
+    """Sort the kept entries ``keys[lo:hi]`` (distinct, in ``[base, base+m)``).
+
+    A row keeping many of its group's ``m`` columns is placed by its local
+    ids through ``slot`` and read back in order, O(kept + m) with no
+    allocation; a row keeping few is sorted (``sort_pairs``).
+    """
+    kept = hi - lo
+    if kept <= 32 or m > 8 * kept:
+        sort_pairs(keys, vals, lo, hi)
+        return
+    for t in range(lo, hi):
+        slot[keys[t] - base] = vals[t]
+    f = lo
+    for q in range(m):
+        v = slot[q]
+        if v >= 0:
+            keys[f] = base + q
+            vals[f] = v
+            slot[q] = -1
+            f += 1
+
+
+def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
+    # The rows' entries are scanned: rows times the mean row length (O(1)).
+    n = max(1, int(ptr.size) - 1)
+    return int(rows.size) * max(1, int(ptr[-1]) // n) + int(cols.size)
 
 
 @parallel_kernel(_extract_work)
-def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
+def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     G = row_ptr.size - 1
     nr = rows.size
-    # Upper bound per output row: the input row's length.
+    # Upper bound per output row: the input row's length, and no more than
+    # the group's columns (a canonical row holds a column once), so a hub
+    # row selected by many groups does not size the scratch by its degree.
     ub = np.zeros(nr + 1, np.int64)
-    for i in prange(nr):
-        ub[i + 1] = ptr[rows[i] + 1] - ptr[rows[i]]
+    for g in prange(G):
+        m = col_ptr[g + 1] - col_ptr[g]
+        for i in range(row_ptr[g], row_ptr[g + 1]):
+            ub[i + 1] = min(ptr[rows[i] + 1] - ptr[rows[i]], m)
     for i in range(nr):
         ub[i + 1] += ub[i]
+    # Set when a row repeats a column (not canonical): more entries would
+    # be kept than its bound allows, so the caller raises instead.
+    repeats = np.zeros(1, np.int64)
     tmp_idx = np.empty(ub[nr], np.int64)
     tmp_src = np.empty(ub[nr], np.int64)
     cnt = np.zeros(nr + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    bounds = _group_bounds(G, parts)
-    for c in prange(bounds.size - 1):
-        most = np.int64(0)
-        for g in range(bounds[c], bounds[c + 1]):
-            most = max(most, col_ptr[g + 1] - col_ptr[g])
-        table = np.empty(np.int64(2) << _table_bits(most), np.int64)
-        for g in range(bounds[c], bounds[c + 1]):
-            bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
-            _clear(table, bits)
-            for t in range(col_ptr[g], col_ptr[g + 1]):
-                v = cols[t]
-                s = _probe(table, v, bits)
-                if table[2 * s] == v and dup[g] < 0:
-                    dup[g] = t
-                # A repeated column maps to its last position (as the CUDA
-                # twin's search does); repeats are refused by the caller.
-                table[2 * s] = v
-                table[2 * s + 1] = t - col_ptr[g]
+    # Tasks: pieces of a group's rows.  With fewer groups than workers (one
+    # minibatch at a time) a group's rows are split so every worker scans
+    # some; each worker builds the column map of the groups it meets, which
+    # costs the group's columns, little next to its rows' entries.
+    per = np.int64(1)
+    if 0 < G < parts:
+        per = (parts + G - 1) // G
+    T = G * per
+    t_g = np.empty(T, np.int64)
+    t_r0 = np.empty(T, np.int64)
+    t_r1 = np.empty(T, np.int64)
+    for g in range(G):
+        for q in range(per):
+            t_g[g * per + q] = g
+        t_r0[g * per] = row_ptr[g]
+        t_r1[g * per + per - 1] = row_ptr[g + 1]
+        if per > 1:
+            # Cut where the rows' entries (the scan's work) reach q / per of
+            # the group's: hub rows make row counts a poor measure.
+            total = np.int64(0)
             for i in range(row_ptr[g], row_ptr[g + 1]):
+                total += ptr[rows[i] + 1] - ptr[rows[i]]
+            acc = np.int64(0)
+            q = 1
+            for i in range(row_ptr[g], row_ptr[g + 1]):
+                while q < per and acc * per >= total * q:
+                    t_r1[g * per + q - 1] = i
+                    t_r0[g * per + q] = i
+                    q += 1
+                acc += ptr[rows[i] + 1] - ptr[rows[i]]
+            while q < per:
+                t_r1[g * per + q - 1] = row_ptr[g + 1]
+                t_r0[g * per + q] = row_ptr[g + 1]
+                q += 1
+    bounds = _group_bounds(T, parts)
+    for c in prange(bounds.size - 1):
+        # As in _compact: a hash table of the group's columns, or, when a
+        # task's work (its rows' entries) is large next to the column space,
+        # a tag array over the columns holding (group id << 32) | local id,
+        # one load per entry instead of a hashed probe.
+        most = np.int64(0)
+        work = np.int64(0)
+        for t in range(bounds[c], bounds[c + 1]):
+            g = t_g[t]
+            most = max(most, col_ptr[g + 1] - col_ptr[g])
+            w = np.int64(0)
+            for i in range(t_r0[t], t_r1[t]):
+                w += ptr[rows[i] + 1] - ptr[rows[i]]
+            work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
+        dense = work * DENSE_FACTOR >= ncols
+        if dense:
+            tags = np.full(ncols, -1, np.int64)
+            table = np.empty(0, np.int64)
+        else:
+            tags = np.empty(0, np.int64)
+            table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+        # Entry of each local column of the current row (-1: none), for rows
+        # keeping many of their group's columns (see _order_row).
+        slot = np.full(most, -1, np.int64)
+        cur = np.int64(-1)
+        bits = 0
+        for task in range(bounds[c], bounds[c + 1]):
+            g = t_g[task]
+            gid = np.int64(g)
+            if g != cur:
+                cur = g
+                # Only the group's first piece reports a repeated column
+                # (no two workers write dup[g]).
+                report = task % per == 0
+                bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
+                if not dense:
+                    _clear(table, bits)
+                for t in range(col_ptr[g], col_ptr[g + 1]):
+                    v = cols[t]
+                    # A repeated column maps to its last position (as the
+                    # CUDA twin's search does); repeats are refused by the
+                    # caller.
+                    if dense:
+                        if report and (tags[v] >> 32) == gid and dup[g] < 0:
+                            dup[g] = t
+                        tags[v] = (gid << 32) | (t - col_ptr[g])
+                    else:
+                        s = _probe(table, v, bits)
+                        if report and table[2 * s] == v and dup[g] < 0:
+                            dup[g] = t
+                        table[2 * s] = v
+                        table[2 * s + 1] = t - col_ptr[g]
+            for i in range(t_r0[task], t_r1[task]):
                 r = rows[i]
                 f = ub[i]
-                for e in range(ptr[r], ptr[r + 1]):
-                    s = _probe(table, idx[e], bits)
-                    if table[2 * s] != _EMPTY:
-                        tmp_idx[f] = col_ptr[g] + table[2 * s + 1]
-                        tmp_src[f] = e
-                        f += 1
+                end = ub[i + 1]
+                if dense:
+                    for e in range(ptr[r], ptr[r + 1]):
+                        tg = tags[idx[e]]
+                        if (tg >> 32) == gid:
+                            if f == end:
+                                repeats[0] = 1
+                                break
+                            tmp_idx[f] = col_ptr[g] + (tg & 0xFFFFFFFF)
+                            tmp_src[f] = e
+                            f += 1
+                else:
+                    for e in range(ptr[r], ptr[r + 1]):
+                        s = _probe(table, idx[e], bits)
+                        if table[2 * s] != _EMPTY:
+                            if f == end:
+                                repeats[0] = 1
+                                break
+                            tmp_idx[f] = col_ptr[g] + table[2 * s + 1]
+                            tmp_src[f] = e
+                            f += 1
                 cnt[i + 1] = f - ub[i]
-                sort_pairs(tmp_idx, tmp_src, ub[i], f)
+                _order_row(tmp_idx, tmp_src, ub[i], f, col_ptr[g],
+                           col_ptr[g + 1] - col_ptr[g], slot)
     for i in range(nr):
         cnt[i + 1] += cnt[i]
     out_idx = np.empty(cnt[nr], np.int64)
@@ -266,7 +388,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, parts):
         if dup[g] >= 0:
             first_dup = dup[g]
             break
-    return cnt, out_idx, src, first_dup
+    return cnt, out_idx, src, first_dup, repeats[0]
 
 
 def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
@@ -281,8 +403,9 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     cols, col_ptr : int64 arrays
         Columns of each group (CSR-like; distinct within a group).
     ncols : int
-        Number of input columns (unused: no work is sized by it; kept for
-        the CUDA twin's signature).
+        Number of input columns: a worker whose largest group's work (its
+        rows' entries) is at least ``ncols / DENSE_FACTOR`` looks columns up
+        in a tag array over the columns, the others in hash tables.
 
     Returns
     -------
@@ -299,7 +422,12 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
         A group of ``GROUP_LIMIT`` columns or more.
     """
     _check_group_sizes("extract_groups", "col_ptr", col_ptr, None)
-    return _extract(ptr, idx, rows, row_ptr, cols, col_ptr, numba.get_num_threads())
+    cnt, out_idx, src, first_dup, repeats = _extract(ptr, idx, rows, row_ptr, cols, col_ptr,
+                                                     np.int64(ncols), numba.get_num_threads())
+    if repeats:
+        raise KernelLimitError("extract_groups", "idx", "rows without repeated columns",
+                               "a selected row holding a column twice")
+    return cnt, out_idx, src, first_dup
 
 
 def _check_group_sizes(func, arg, first_ptr, entries):

@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from kernels.common import row_key
-from kernels.its import UNIFORM, row_stats, sample_one_row
+from kernels.its import UNIFORM, row_stats, sample_one_row, sample_one_row_cpu
 from kernels.parallel import parallel_kernel
 
 
@@ -79,9 +79,9 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
             key = row_key(seed, stream, _rid_of(row_ids, i))
-            sample_one_row(out, out_ptr[i], cnt, indptr[i], indptr[i + 1],
-                           values, has_values, prefix, modes[i], positives[i],
-                           key, replace)
+            sample_one_row_cpu(out, out_ptr[i], cnt, indptr[i], indptr[i + 1],
+                               values, has_values, prefix, modes[i], positives[i],
+                               key, replace)
     return out_ptr, out
 
 
@@ -122,9 +122,9 @@ def gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr, a_has_values,
 
 
 @numba.njit(cache=True, inline="always")
-def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
-                      a_has_values, a_prefix, a_positives, a_modes, key, replace):
-    """Write the ``cnt`` picks of row ``i`` of a row-selection ``Q @ A`` to ``out[o:]``."""
+def gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values, a_positives,
+                  a_modes):
+    """(lo, hi, positives, mode) of the row of A that row ``i`` of ``Q @ A`` samples."""
     r = q_indices[q_indptr[i]]
     if a_has_values:
         p = a_positives[r]
@@ -132,8 +132,21 @@ def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
     else:
         p = a_indptr[r + 1] - a_indptr[r]
         m = UNIFORM
-    sample_one_row(out, o, cnt, a_indptr[r], a_indptr[r + 1], a_values,
-                   a_has_values, a_prefix, m, p, key, replace)
+    return a_indptr[r], a_indptr[r + 1], p, m
+
+
+@numba.njit(cache=True, inline="always")
+def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
+                      a_has_values, a_prefix, a_positives, a_modes, key, replace):
+    """Write the ``cnt`` picks of row ``i`` of a row-selection ``Q @ A`` to ``out[o:]``.
+
+    The CUDA twin's per-row step; the CPU kernel makes the same picks with
+    ``sample_one_row_cpu``.
+    """
+    lo, hi, p, m = gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values,
+                                 a_positives, a_modes)
+    sample_one_row(out, o, cnt, lo, hi, a_values, a_has_values, a_prefix, m, p,
+                   key, replace)
 
 
 def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values,
@@ -165,9 +178,10 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
             key = row_key(seed, stream, _rid_of(row_ids, i))
-            gather_row_sample(i, out, out_ptr[i], cnt, q_indptr, q_indices, a_indptr,
-                              a_values, a_has_values, a_prefix, a_positives, a_modes,
-                              key, replace)
+            lo, hi, p, m = gather_row_of(i, q_indptr, q_indices, a_indptr,
+                                         a_has_values, a_positives, a_modes)
+            sample_one_row_cpu(out, out_ptr[i], cnt, lo, hi, a_values, a_has_values,
+                               a_prefix, m, p, key, replace)
     return out_ptr, out
 
 

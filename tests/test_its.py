@@ -1,0 +1,220 @@
+"""The CPU twin of the row sampler makes the same picks as the documented algorithm.
+
+``kernels.its.sample_one_row`` (allocation-free, what the CUDA kernels run)
+and ``sample_one_row_cpu`` (hash set of the picks, running sums in the
+second phase; what ``kernels.cpu.sample`` runs) are both compared with
+``reference_row`` below: a plain-Python transcription of the algorithm in
+``kernels/its.py``'s docstring (bisect for the searches, Python sets and
+float sums for the rest).  Only the counter-based draws ``uniform01`` /
+``row_key`` are shared, since bit-identical picks are the point.
+"""
+
+import bisect
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernels import its
+from kernels.common import EMPTY_KEY, row_key, set_add, sort_range, table_bits, uniform01
+from kernels.cpu.sample import sample_csr
+
+SEED, STREAM = 11, 3
+
+
+def _scale(top):
+    if top >= 2.0 ** 900:
+        return 2.0 ** -128
+    if 0.0 < top < 2.0 ** -960:
+        return 2.0 ** 960
+    return 1.0
+
+
+def reference_row(w, cnt, key, replace):
+    """(sorted picks, whether the exact second phase ran) for one row of weights ``w``."""
+    w = [float(x) for x in w]
+    d = len(w)
+    positive = [j for j in range(d) if w[j] > 0.0]
+    if not replace and cnt >= len(positive):
+        return positive, False
+    u = lambda n: float(uniform01(key, n))  # noqa: E731
+    uniform = w[0] > 0.0 and all(x == w[0] for x in w)
+    scale = _scale(max(w))
+    prefix, acc = [], 0.0
+    for x in w:
+        if scale == 1.0:
+            acc += x
+        elif x > 0.0:
+            acc += x * scale
+        prefix.append(acc)
+    total = prefix[-1]
+
+    def search(x):
+        j = bisect.bisect_right(prefix, x)
+        return j if j < d else bisect.bisect_left(prefix, total)
+
+    if replace:
+        if uniform:
+            return sorted(min(int(u(t) * d), d - 1) for t in range(cnt)), False
+        return sorted(search(u(t) * total) for t in range(cnt)), False
+    if uniform:  # Floyd
+        picks = set()
+        for n, t in enumerate(range(d - cnt, d)):
+            r = min(int(u(n) * (t + 1)), t)
+            picks.add(t if r in picks else r)
+        return sorted(picks), False
+    picks, n = set(), 0
+    while len(picks) < cnt and n < 4 * cnt + 16:
+        picks.add(search(u(n) * total))
+        n += 1
+    fallback = len(picks) < cnt
+    while len(picks) < cnt:
+        free = [j for j in positive if j not in picks]
+        rem = 0.0
+        for j in free:
+            rem += w[j] * scale
+        x = u(n) * rem
+        n += 1
+        acc, pick = 0.0, free[-1]
+        for j in free:
+            acc += w[j] * scale
+            if acc > x:
+                pick = j
+                break
+        picks.add(pick)
+    return sorted(picks), fallback
+
+
+@numba.njit(cache=True)
+def _device_path(vals, cnt, key, replace):
+    d = vals.size
+    prefix = np.empty(d, np.float64)
+    p, m = its.row_stats(0, d, vals, True, prefix, True)
+    out = np.empty(cnt, np.int64)
+    its.sample_one_row(out, 0, cnt, 0, d, vals, True, prefix, m, p, key, replace)
+    return out
+
+
+def _both_paths(w, k, row_id, replace):
+    """Picks of the CPU kernel (sample_csr) and of the allocation-free path."""
+    w = np.asarray(w)
+    ptr = np.array([0, w.size], np.int64)
+    rid = np.array([row_id], np.int64)
+    out_ptr, cpu = sample_csr(ptr, w, True, k, np.zeros(0, np.int64), rid, SEED, STREAM,
+                              replace)
+    key = np.uint64(row_key(SEED, STREAM, np.int64(row_id)))
+    return cpu, _device_path(w, int(out_ptr[1]), key, replace), key, int(out_ptr[1])
+
+
+def _weights(rng, d, kind):
+    if kind == 0:
+        return rng.random(d)
+    if kind == 1:   # heavy tail with zeros: the rejection budget runs out
+        return rng.pareto(0.7, d) * (rng.random(d) < 0.8)
+    if kind == 2:
+        return np.full(d, 0.25)
+    if kind == 3:
+        return np.exp(rng.normal(0.0, 6.0, d)).astype(np.float32)
+    if kind == 4:   # huge weights: rows rescaled by row_scale
+        return rng.random(d) * 2.0 ** 1000
+    return rng.random(d) * 2.0 ** -1040  # subnormal weights
+
+
+def test_cpu_twin_and_device_path_match_the_reference_on_many_rows():
+    rng = np.random.default_rng(5)
+    seen = {"fallback": 0, "hashed": 0, "hashed_fallback": 0, "floyd_hashed": 0,
+            "scan_fallback": 0, "running_sum_fallback": 0}
+    for trial in range(600):
+        d = int(rng.integers(1, 260))
+        k = int(rng.integers(1, d + 3))
+        kind = trial % 6
+        w = _weights(rng, d, kind)
+        for replace in (False, True):
+            cpu, dev, key, cnt = _both_paths(w, k, trial, replace)
+            want, fallback = reference_row(w, cnt, key, replace)
+            assert cpu.tolist() == want, (trial, d, k, kind, replace)
+            assert dev.tolist() == want, (trial, d, k, kind, replace)
+            if not replace:
+                seen["fallback"] += fallback
+                hashed = its.SET_MIN < cnt < int(np.count_nonzero(w > 0))
+                seen["hashed"] += hashed
+                seen["hashed_fallback"] += hashed and fallback
+                seen["floyd_hashed"] += hashed and kind == 2
+                seen["scan_fallback"] += fallback and d <= its.SCAN_MAX_D
+                seen["running_sum_fallback"] += fallback and d > its.SCAN_MAX_D
+    # Every branch of the CPU twin was compared, not only the easy ones.
+    assert min(seen.values()) >= 5, seen
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_cpu_twin_matches_the_reference_on_drawn_rows(data):
+    d = data.draw(st.integers(1, 200), label="d")
+    # k near the degree (where rejection stalls) as often as small k.
+    k = data.draw(st.one_of(st.integers(1, d + 2), st.integers(max(1, d - 3), d + 2)),
+                  label="k")
+    w = np.array(data.draw(st.lists(
+        st.one_of(st.just(0.0), st.floats(1e-6, 1.0), st.floats(1.0, 1e12)),
+        min_size=d, max_size=d), label="w"))
+    row_id = data.draw(st.integers(0, 2 ** 40), label="row_id")
+    for replace in (False, True):
+        cpu, dev, key, cnt = _both_paths(w, k, row_id, replace)
+        want, _ = reference_row(w, cnt, key, replace)
+        assert cpu.tolist() == want
+        assert dev.tolist() == want
+
+
+def test_long_rows_past_the_rejection_budget():
+    """Rows of thousands of entries with a few heavy ones: the second phase
+    draws hundreds of picks (the LADIES case the running sums are for)."""
+    rng = np.random.default_rng(8)
+    for trial in range(4):
+        d = 3000
+        w = rng.random(d) * 1e-3
+        w[rng.choice(d, 40, replace=False)] = 1e3
+        k = 400
+        cpu, dev, key, cnt = _both_paths(w, k, 77 + trial, False)
+        want, fallback = reference_row(w, cnt, key, False)
+        assert fallback
+        assert cpu.tolist() == want and dev.tolist() == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-2 ** 62, 2 ** 62), max_size=200), st.integers(0, 5))
+def test_sort_range_sorts_the_slice_only(xs, cut):
+    a = np.array(xs + [7] * cut, np.int64)
+    lo, hi = min(cut, a.size), a.size - min(cut, a.size // 2)
+    lo = min(lo, hi)
+    want = a.copy()
+    want[lo:hi] = np.sort(want[lo:hi])
+    sort_range(a, lo, hi)
+    assert a.tolist() == want.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2 ** 62), max_size=300))
+def test_set_add_is_a_set(keys):
+    bits = table_bits(max(1, len(keys)))
+    table = np.full(1 << bits, EMPTY_KEY, np.int64)
+    seen = set()
+    for x in keys:
+        assert set_add(table, bits, np.int64(x)) == (x not in seen)
+        seen.add(x)
+    assert sorted(int(v) for v in table if v != EMPTY_KEY) == sorted(seen)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_rows_of_a_bulk_sample_as_alone(replace):
+    """Rows large and small in one call: each row's picks are its own."""
+    rng = np.random.default_rng(2)
+    rows = [_weights(rng, d, kind) for d, kind in ((500, 1), (40, 0), (1200, 3), (90, 2))]
+    rows = [np.asarray(r, np.float64) for r in rows]
+    ptr = np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64)
+    rid = np.array([10, 11, 12, 13], np.int64)
+    out_ptr, out = sample_csr(ptr, np.concatenate(rows), True, 120, np.zeros(0, np.int64),
+                              rid, SEED, STREAM, replace)
+    for i, r in enumerate(rows):
+        alone, _, _, _ = _both_paths(r, 120, int(rid[i]), replace)
+        assert (out[out_ptr[i]:out_ptr[i + 1]] - ptr[i]).tolist() == alone.tolist()
