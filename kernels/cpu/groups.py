@@ -66,6 +66,26 @@ def _group_bounds(n_groups, parts):
 DENSE_FACTOR = 8
 
 
+@numba.njit(cache=True, inline="always")
+def _scratch(work, most, ncols):
+    """A worker's column maps: ``(dense, tags, table, slot)``.
+
+    A tag array over the whole column space when the worker's ``work`` is
+    within ``DENSE_FACTOR`` of it (one load per lookup), else a hash table
+    for its ``most`` columns; ``slot`` holds the entry of each local column
+    of the current row (-1: none), for rows keeping many of their group's
+    columns (see ``_order_row``).
+    """
+    dense = work * DENSE_FACTOR >= ncols
+    if dense:
+        tags = np.full(ncols, -1, np.int64)
+        table = np.empty(0, np.int64)
+    else:
+        tags = np.empty(0, np.int64)
+        table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+    return dense, tags, table, np.full(most, -1, np.int64)
+
+
 def _compact_work(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
     return int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size)
 
@@ -89,16 +109,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
         for g in range(bounds[c], bounds[c + 1]):
             w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
             most = max(most, w)
-        dense = most * DENSE_FACTOR >= ncols
-        if dense:
-            tags = np.full(ncols, -1, np.int64)
-            table = np.empty(0, np.int64)
-        else:
-            tags = np.empty(0, np.int64)
-            table = np.empty(np.int64(2) << _table_bits(most), np.int64)
-        # Entry of each local column of the current row (-1: none), for rows
-        # keeping many of their group's columns (see _order_row).
-        slot = np.full(most, -1, np.int64)
+        dense, tags, table, slot = _scratch(most, most, ncols)
         for g in range(bounds[c], bounds[c + 1]):
             gid = np.int64(g)
             bits = _table_bits((first_ptr[g + 1] - first_ptr[g])
@@ -310,16 +321,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
             for i in range(t_r0[t], t_r1[t]):
                 w += ptr[rows[i] + 1] - ptr[rows[i]]
             work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
-        dense = work * DENSE_FACTOR >= ncols
-        if dense:
-            tags = np.full(ncols, -1, np.int64)
-            table = np.empty(0, np.int64)
-        else:
-            tags = np.empty(0, np.int64)
-            table = np.empty(np.int64(2) << _table_bits(most), np.int64)
-        # Entry of each local column of the current row (-1: none), for rows
-        # keeping many of their group's columns (see _order_row).
-        slot = np.full(most, -1, np.int64)
+        dense, tags, table, slot = _scratch(work, most, ncols)
         cur = np.int64(-1)
         bits = 0
         for task in range(bounds[c], bounds[c + 1]):
