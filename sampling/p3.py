@@ -95,7 +95,9 @@ def _dense_or_csr(func, arg, x, dtype):
     if is_sparse(x):
         M = as_features(func, arg, x)  # checks shape and finiteness
         csr = M.to("cpu").to_scipy().tocsr()
-        return csr.astype(dtype if dtype is not None else np.float32)
+        if dtype is None:
+            dtype = np.float64 if csr.dtype == np.float64 else np.float32
+        return csr.astype(dtype)
     a = host_array(func, arg, x)
     if a.ndim != 2:
         fail(DimensionMismatch, func, arg, "a 2-D (n, f) matrix", describe(a))
