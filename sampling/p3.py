@@ -122,7 +122,10 @@ def _as_dtype(func, dtype):
     except TypeError:
         d = None
     if d not in (np.dtype(np.float32), np.dtype(np.float64)):
-        fail(DTypeError, func, "dtype", "float32 or float64 (or None)", describe(dtype))
+        # A numpy scalar type is a class: describe() would read its dtype
+        # attribute as an array's, so name it.
+        got = dtype.__name__ if isinstance(dtype, type) else describe(dtype)
+        fail(DTypeError, func, "dtype", "float32 or float64 (or None)", got)
     return d
 
 
@@ -411,6 +414,10 @@ class PushPull(_Function):
 
     @staticmethod
     def forward(ctx, x_local, plan, comm, *weights):
+        # Agreed over the ranks (one small Allreduce): a shape error on one
+        # rank must not leave the others in the reduce-scatter.
+        with C.collective_checks(comm):
+            _check_push_pull(x_local, plan, comm, weights)
         hidden = int(weights[0].shape[1])
         dtype = weights[0].dtype
         np_w = [_as_2d_numpy(w) for w in weights]
@@ -473,6 +480,30 @@ class PushPull(_Function):
         return tuple(out)
 
 
+def _check_push_pull(x_local, plan, comm, weights):
+    func = "PushPull"
+    if not isinstance(plan, PushPullPlan):
+        fail(DTypeError, func, "plan", "a PushPullPlan", describe(plan))
+    p = 1 if comm is None else comm.Get_size()
+    if plan.p != p:
+        fail(DimensionMismatch, func, "plan", f"one row count per rank ({p})",
+             f"{plan.p} row counts")
+    if len(weights) != plan.num_heads:
+        fail(DimensionMismatch, func, "weights", f"one weight per head ({plan.num_heads})",
+             f"{len(weights)} weights")
+    shape = tuple(getattr(x_local, "shape", ()))
+    if len(shape) != 2 or shape[0] != plan.total_rows:
+        fail(DimensionMismatch, func, "x_local", f"a 2-D array of {plan.total_rows} rows "
+             "(every rank's minibatch rows, stacked)", describe(x_local))
+    for k, w in enumerate(weights):
+        if not (torch.is_tensor(w) and w.dim() == 2 and w.is_floating_point()):
+            fail(DTypeError, func, f"weights[{k}]", "a 2-D float tensor", describe(w))
+        if w.shape[0] != shape[1] or w.shape[1] != weights[0].shape[1]:
+            fail(DimensionMismatch, func, f"weights[{k}]", f"shape ({shape[1]}, "
+                 f"{int(weights[0].shape[1])}) (x_local's columns, the hidden width)",
+                 f"shape {tuple(w.shape)}")
+
+
 def push_pull(x_local, plan, comm, *weights):
     """Functional form of ``PushPull``: a tuple of one tensor per head.
 
@@ -511,11 +542,11 @@ class P3Model(_Module):
     """A GraphSAGE / GCN of ``sampling.models`` whose first layer runs push-pull.
 
     Built from the data-parallel model (the same parameters on every rank,
-    as ``Trainer`` broadcasts them): this rank keeps the columns
-    ``store.columns`` of the first layer's weights as its own parameters
+    as ``Trainer`` broadcasts them): this rank copies the columns
+    ``store.columns`` of the first layer's weights into its own parameters
     (``local_parameters()``, never all-reduced); the first layer's bias
-    and layers 2..L are shared with ``model`` and trained data-parallel
-    (``replicated_parameters()``).
+    and layers 2..L are the very modules of ``model`` (shared, not copied)
+    and train data-parallel (``replicated_parameters()``).
 
     Parameters
     ----------
@@ -557,7 +588,7 @@ class P3Model(_Module):
         _require_torch("P3Model")
         super().__init__()
         func = "P3Model"
-        comm = store.comm if comm is None else comm
+        comm = getattr(store, "comm", None) if comm is None else comm
         comm = None if comm is None else C.as_comm(comm, func)
         with C.collective_checks(comm):
             if not isinstance(store, ColumnFeatureStore):
@@ -630,6 +661,14 @@ class P3Model(_Module):
         if len(minibatches) != p:
             raise DimensionMismatch(f"P3Model.forward: argument 'minibatches' must hold one "
                                     f"minibatch (or None) per rank, {p}; got {len(minibatches)}")
+        # Every rank checks the same list (the step's minibatches), so a bad
+        # one raises on every rank before the reduce-scatter.
+        for i, one in enumerate(minibatches):
+            if one is not None and len(getattr(one, "blocks", ())) != self.num_layers:
+                fail(DimensionMismatch, "P3Model.forward", f"minibatches[{i}]",
+                     f"a MiniBatch of {self.num_layers} blocks (the model's layers)",
+                     describe(one) if not hasattr(one, "blocks")
+                     else f"{len(one.blocks)} blocks")
         ids = [mb.input_nodes for mb in minibatches if mb is not None]
         ids = np.concatenate([np.asarray(host_array("P3Model.forward", "minibatches", a))
                               for a in ids]) if ids else np.zeros(0, np.int64)
@@ -645,9 +684,6 @@ class P3Model(_Module):
             tie = sum(h.sum() for h in heads) * 0
             return heads[0].new_zeros((0, self.num_classes)) + tie
         ops = block_operators(mb, self.normalize, heads[0].dtype)
-        if len(ops) != self.num_layers:
-            raise DimensionMismatch(f"P3Model: the minibatch has {len(ops)} blocks; the model "
-                                    f"has {self.num_layers} layers")
         from sampling.models import spmm
         if self.kind == "sage":
             root, neigh = heads
