@@ -38,13 +38,15 @@ Public names:
   scipy CSR for sparse features such as Cora's bag of words);
 * ``PushPull``: the torch.autograd.Function (push, reduce-scatter, and
   the all-gather backward), with ``push_pull`` its functional form;
+* ``StepInput``, ``share_inputs``: every rank's layer-1 input vertices by
+  one all-gather, for ranks that sample only their own minibatches;
 * ``P3Model``: a ``sampling.models`` GraphSAGE / GCN whose first layer runs
   push-pull;
 * ``byte_model``: bytes per step of the row fetch and of push-pull.
 
 Bytes are counted by ``spla.comm`` under ``'p3.pull'`` (the reduce-scatter,
-each rank's share of the summed buffer it does not keep) and
-``'p3.gradient'`` (the backward all-gather).
+each rank's share of the summed buffer it does not keep), ``'p3.gradient'``
+(the backward all-gather) and ``'p3.inputs'`` (``share_inputs``).
 """
 
 import numpy as np
@@ -440,6 +442,7 @@ class PushPull(_Function):
         else:
             mine = _reduce_scatter(comm, send, counts, "p3.pull")
         ctx.x_local, ctx.plan, ctx.comm, ctx.hidden = x_local, plan, comm, hidden
+        ctx.weight_dtype = dtype
         outs, off = [], 0
         for m in plan.recv_rows(rank):
             outs.append(torch.from_numpy(mine[off:off + m * hidden].reshape(m, hidden).copy())
@@ -449,6 +452,9 @@ class PushPull(_Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        # Not wrapped in once_differentiable at class creation (torch may be
+        # missing); the weight gradient is computed outside autograd, so a
+        # second derivative through it is not available.
         plan, comm, hidden, x = ctx.plan, ctx.comm, ctx.hidden, ctx.x_local
         rank = 0 if comm is None else comm.Get_rank()
         mine_rows = plan.recv_rows(rank)
@@ -474,8 +480,7 @@ class PushPull(_Function):
                 off += m * hidden
         out = [None, None, None]
         for k in range(plan.num_heads):
-            out.append(torch.from_numpy(wgrads[k]).to(grads[0].dtype if grads[0] is not None
-                                                     else dtype)
+            out.append(torch.from_numpy(wgrads[k]).to(ctx.weight_dtype)
                        if ctx.needs_input_grad[3 + k] else None)
         return tuple(out)
 
@@ -520,6 +525,94 @@ def push_pull(x_local, plan, comm, *weights):
     """
     _require_torch("push_pull")
     return PushPull.apply(x_local, plan, comm, *weights)
+
+
+# -- every rank's layer-1 inputs --------------------------------------------------------------
+
+class StepInput:
+    """What push-pull needs of another rank's minibatch: its layer-1 input rows.
+
+    Attributes
+    ----------
+    input_nodes : int64 array
+        ``blocks[0].src_nodes`` of that minibatch.
+    num_dst : int
+        ``blocks[0].num_dst`` (its first rows: GraphSAGE's root weight
+        reads them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> StepInput(np.array([4, 1, 7]), 1)
+    StepInput(3 input rows, 1 destinations)
+    """
+
+    __slots__ = ("input_nodes", "num_dst")
+
+    def __init__(self, input_nodes, num_dst):
+        self.input_nodes = np.asarray(input_nodes, np.int64)
+        self.num_dst = as_int("StepInput", "num_dst", num_dst, minimum=0)
+        if self.num_dst > self.input_nodes.size:
+            fail(DimensionMismatch, "StepInput", "num_dst", f"at most the {self.input_nodes.size}"
+                 " input rows", self.num_dst)
+
+    @classmethod
+    def of(cls, minibatch):
+        """The layer-1 input of a MiniBatch."""
+        return cls(minibatch.input_nodes, minibatch.blocks[0].num_dst)
+
+    def __repr__(self):
+        return f"StepInput({self.input_nodes.size} input rows, {self.num_dst} destinations)"
+
+
+def share_inputs(minibatch, comm):
+    """Collective: every rank's layer-1 input (``StepInput`` or None), in rank order.
+
+    The alternative to sampling every minibatch of the step on every rank
+    (rank-invariant sampling makes both give the same lists).  Which is
+    cheaper: this all-gather sends ``(p - 1) * n_in * 8`` bytes per rank,
+    under 2 % of push-pull's own ``2 (p - 1) * n_in * hidden * 4`` for
+    ``hidden >= 64``; sampling every minibatch costs no bytes but ``p``
+    times the sampling work.  Share the inputs unless sampling is much
+    cheaper than moving ``8 * n_in`` bytes per minibatch (a fast sampler on
+    a slow network).  Bytes are counted under ``'p3.inputs'``.
+
+    Parameters
+    ----------
+    minibatch : MiniBatch or None
+        This rank's minibatch of the step (None when it has none).
+    comm : MPI communicator or None
+        ``None``: one rank, returns ``[StepInput.of(minibatch)]``.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from sampling import GraphSAGE as Sampler
+    >>> A = spla.Matrix.from_coo([0, 1], [1, 0], shape=(2, 2))
+    >>> mb = Sampler(A, [1]).sample([np.array([0])], seed=0)[0]
+    >>> share_inputs(mb, None)
+    [StepInput(2 input rows, 1 destinations)]
+    """
+    mine = None if minibatch is None else (minibatch if isinstance(minibatch, StepInput)
+                                           else StepInput.of(minibatch))
+    if comm is None or comm.Get_size() == 1:
+        return [mine]
+    with C.collective_checks(comm):
+        ids = (np.zeros(0, np.int64) if mine is None
+               else as_index_array("share_inputs", "minibatch", mine.input_nodes))
+    meta = C.allgather_int(comm, [0 if mine is None else 1,
+                                  0 if mine is None else mine.num_dst])
+    allids, counts = C.allgatherv(comm, np.ascontiguousarray(ids, np.int64), "p3.inputs")
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    return [StepInput(allids[starts[i]:starts[i + 1]], int(meta[i, 1])) if meta[i, 0] else None
+            for i in range(comm.Get_size())]
+
+
+def _layer_one(mb):
+    """(input rows, destinations) of a MiniBatch or StepInput."""
+    if isinstance(mb, StepInput):
+        return mb.input_nodes, mb.num_dst
+    return mb.input_nodes, int(mb.blocks[0].num_dst)
 
 
 # -- the model -----------------------------------------------------------------------------
@@ -632,9 +725,10 @@ class P3Model(_Module):
 
     def plan(self, minibatches):
         """The ``PushPullPlan`` of a step (one minibatch or None per rank)."""
-        counts = [0 if mb is None else int(mb.input_nodes.size) for mb in minibatches]
+        rows = [(None, 0) if mb is None else _layer_one(mb) for mb in minibatches]
+        counts = [0 if ids is None else int(np.asarray(ids).size) for ids, _ in rows]
         if self.kind == "sage":
-            roots = [0 if mb is None else int(mb.blocks[0].num_dst) for mb in minibatches]
+            roots = [d for _, d in rows]
             return PushPullPlan(counts, [roots, counts])
         return PushPullPlan(counts)
 
@@ -643,9 +737,11 @@ class P3Model(_Module):
 
         Parameters
         ----------
-        minibatches : list of p MiniBatch or None
+        minibatches : list of p MiniBatch, StepInput or None
             Every rank's minibatch of this step, in rank order (None for a
-            rank without one); the same list on every rank.
+            rank without one), the same on every rank: this rank's entry is
+            its MiniBatch; another rank's may be its ``StepInput`` (from
+            ``share_inputs``) when this rank did not sample it.
 
         Returns
         -------
@@ -658,22 +754,25 @@ class P3Model(_Module):
         p = 1 if self.comm is None else self.comm.Get_size()
         rank = 0 if self.comm is None else self.comm.Get_rank()
         minibatches = list(minibatches)
-        if len(minibatches) != p:
+        if len(minibatches) != p:  # the same list on every rank: every rank raises
             raise DimensionMismatch(f"P3Model.forward: argument 'minibatches' must hold one "
                                     f"minibatch (or None) per rank, {p}; got {len(minibatches)}")
-        # Every rank checks the same list (the step's minibatches), so a bad
-        # one raises on every rank before the reduce-scatter.
-        for i, one in enumerate(minibatches):
-            if one is not None and len(getattr(one, "blocks", ())) != self.num_layers:
-                fail(DimensionMismatch, "P3Model.forward", f"minibatches[{i}]",
-                     f"a MiniBatch of {self.num_layers} blocks (the model's layers)",
-                     describe(one) if not hasattr(one, "blocks")
-                     else f"{len(one.blocks)} blocks")
-        ids = [mb.input_nodes for mb in minibatches if mb is not None]
-        ids = np.concatenate([np.asarray(host_array("P3Model.forward", "minibatches", a))
-                              for a in ids]) if ids else np.zeros(0, np.int64)
-        x_local = self.store.rows(ids)
-        plan = self.plan(minibatches)
+        # Agreed before the reduce-scatter: this rank's own entry is checked
+        # differently from the others (it must be a MiniBatch).
+        with C.collective_checks(self.comm):
+            for i, one in enumerate(minibatches):
+                if isinstance(one, StepInput) and i != rank:
+                    continue  # checked by its own rank, in share_inputs
+                if one is not None and len(getattr(one, "blocks", ())) != self.num_layers:
+                    fail(DimensionMismatch, "P3Model.forward", f"minibatches[{i}]",
+                         f"a MiniBatch of {self.num_layers} blocks (the model's layers)",
+                         describe(one) if not hasattr(one, "blocks")
+                         else f"{len(one.blocks)} blocks")
+            ids = [_layer_one(mb)[0] for mb in minibatches if mb is not None]
+            ids = np.concatenate([np.asarray(host_array("P3Model.forward", "minibatches", a))
+                                  for a in ids]) if ids else np.zeros(0, np.int64)
+            x_local = self.store.rows(ids)
+            plan = self.plan(minibatches)
         weights = self.local_parameters()
         if not self.store.sparse:
             x_local = x_local.astype(_numpy_of(weights[0].dtype), copy=False)
@@ -759,4 +858,4 @@ def byte_model(*, f, hidden, batch, fanouts, p, itemsize=4, index_size=8, sage=T
 
 
 __all__ = ["column_range", "ColumnFeatureStore", "PushPullPlan", "PushPull", "push_pull",
-           "P3Model", "byte_model"]
+           "StepInput", "share_inputs", "P3Model", "byte_model"]

@@ -22,8 +22,8 @@ from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, Inv
                               LayoutError)
 from sampling import GraphSAGE as SageSampler
 from sampling.models import GCN, GraphSAGE, SAGEConv
-from sampling.p3 import (ColumnFeatureStore, P3Model, PushPull, PushPullPlan, byte_model,
-                         column_range, push_pull)
+from sampling.p3 import (ColumnFeatureStore, P3Model, PushPull, PushPullPlan, StepInput,
+                         byte_model, column_range, push_pull, share_inputs)
 
 
 # -- column ranges and the store --------------------------------------------------------
@@ -257,6 +257,10 @@ def test_p3_model_errors():
         p3([mb])
     with pytest.raises(DimensionMismatch, match="one minibatch \\(or None\\) per rank"):
         p3([mb, mb])
+    with pytest.raises(DimensionMismatch, match="minibatches\\[0\\]' must be a MiniBatch"):
+        p3(share_inputs(mb, None))  # this rank's own entry must be its MiniBatch
+    with pytest.raises(DimensionMismatch, match="'num_dst' must be at most the 2 input rows"):
+        StepInput([0, 1], 3)
 
 
 # -- byte model ----------------------------------------------------------------------------

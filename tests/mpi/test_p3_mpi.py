@@ -11,6 +11,9 @@
   and (gathered) parameters of the data-parallel row-fetch run to 1e-5;
 * more ranks than columns, mismatched widths, a model whose first layer is
   not linear, and a bad argument on one rank raise on every rank;
+* ``share_inputs`` (each rank samples only its own minibatch) gives every
+  rank the layer-1 inputs that sampling every minibatch gives, and
+  ``P3Model`` the same output from them;
 * the bytes counted by ``spla.comm`` equal ``byte_model``'s for both
   strategies.
 """
@@ -26,8 +29,8 @@ from spla.exceptions import DimensionMismatch, InvalidValue, LayoutError
 from sampling import GraphSAGE as SageSampler
 from sampling.features import FeatureStore
 from sampling.models import GCN, GraphSAGE
-from sampling.p3 import (ColumnFeatureStore, P3Model, PushPull, PushPullPlan, byte_model,
-                         column_range)
+from sampling.p3 import (ColumnFeatureStore, P3Model, PushPull, PushPullPlan, StepInput,
+                         byte_model, column_range, share_inputs)
 
 
 def raises_everywhere(comm, cls, bad_call, good_call, text, bad=None, marked=True):
@@ -272,3 +275,42 @@ def test_counted_bytes_match_the_byte_model(comm):
         rows.fetch(np.arange(n))
     model = byte_model(f=f, hidden=hidden, batch=n, fanouts=[], p=p)
     assert moved["features.request"] + moved["features.reply"] == model["row_fetch"]
+
+
+def test_shared_inputs_equal_sampling_every_minibatch(comm):
+    p, r = comm.size, comm.rank
+    n, f = 40, p + 3
+    x = np.random.default_rng(2).standard_normal((n, f))
+    A = _graph(n, 3)
+    sampler = SageSampler(A, [3, 2])
+    batches = np.array_split(np.arange(0, n, 3), p)
+    everyone = sampler.sample(batches, seed=9, epoch=1)
+    mine = sampler.sample([batches[r]], seed=9, epoch=1, batch_ids=[r])[0]
+    if p > 1 and r == p - 1:
+        mine, everyone = None, list(everyone[:-1]) + [None]
+    elif p > 1:
+        everyone = list(everyone[:-1]) + [None]
+    with C.counting() as moved:
+        shared = share_inputs(mine, comm)
+    own = 0 if mine is None else mine.input_nodes.size
+    assert moved["p3.inputs"] == (p - 1) * own * 8
+    for got, want in zip(shared, everyone):
+        if want is None:
+            assert got is None
+        else:
+            np.testing.assert_array_equal(got.input_nodes, want.input_nodes)
+            assert got.num_dst == want.blocks[0].num_dst
+    torch.manual_seed(3)
+    net = P3Model(GraphSAGE(f, 4, 3, num_layers=2, dropout=0.0).double(),
+                  ColumnFeatureStore(x, comm=comm))
+    step = list(shared)
+    step[r] = mine
+    out_shared = net(step)
+    out_all = net(everyone)
+    np.testing.assert_allclose(out_shared.detach().numpy(), out_all.detach().numpy(), atol=1e-12)
+    # Own entry must be the MiniBatch: a StepInput there on one rank stops every rank.
+    # (Rank 0 always has a minibatch; every rank takes part.)
+    wrong = list(step)
+    wrong[0] = StepInput(np.zeros(1, np.int64), 0) if r == 0 else wrong[0]
+    raises_everywhere(comm, DimensionMismatch, lambda: net(wrong), lambda: net(step),
+                      "a MiniBatch of 2 blocks", bad=0)
