@@ -97,8 +97,8 @@ def _dense_or_csr(func, arg, x, dtype):
     if is_sparse(x):
         M = as_features(func, arg, x)  # checks shape and finiteness
         csr = M.to("cpu").to_scipy().tocsr()
-        if dtype is None:
-            dtype = np.float64 if csr.dtype == np.float64 else np.float32
+        if dtype is None:  # a structural matrix (no dtype) becomes float32 ones
+            dtype = np.float64 if M.dtype == np.float64 else np.float32
         return csr.astype(dtype)
     a = host_array(func, arg, x)
     if a.ndim != 2:
@@ -368,10 +368,6 @@ def _reduce_scatter(comm, send, counts, op):
     """
     me = comm.Get_rank()
     counts = np.asarray(counts, np.int64)
-    if counts.sum() > _INT_MAX:
-        # mpi4py's Reduce_scatter counts are C ints.
-        raise InvalidValue(f"PushPull: the step's partial activations hold {int(counts.sum())} "
-                           f"elements, more than MPI's {_INT_MAX}; use smaller batches")
     recv = np.empty(int(counts[me]), send.dtype)
     comm.Reduce_scatter(send, recv, counts.astype(np.int32).tolist(), op=C.mpi().SUM)
     C.record(op, (int(counts.sum()) - int(counts[me])) * send.itemsize)
@@ -507,6 +503,11 @@ def _check_push_pull(x_local, plan, comm, weights):
             fail(DimensionMismatch, func, f"weights[{k}]", f"shape ({shape[1]}, "
                  f"{int(weights[0].shape[1])}) (x_local's columns, the hidden width)",
                  f"shape {tuple(w.shape)}")
+    total = int(plan.head_rows.sum()) * int(weights[0].shape[1])
+    if total > _INT_MAX:
+        # mpi4py's Reduce_scatter takes C int counts: the buffer is one message.
+        fail(InvalidValue, func, "plan", f"a step of at most {_INT_MAX} partial activations "
+             "(rows x hidden, over every rank's minibatch; use smaller batches)", total)
 
 
 def push_pull(x_local, plan, comm, *weights):

@@ -72,6 +72,9 @@ def test_store_keeps_labels_and_splits():
     assert store.labels.tolist() == [0, 1, -1, 2]
     assert store.mask("train").tolist() == [True, False, False, True]
     assert "columns 0:3 on rank 0 of 1" in repr(store)
+    structural = ColumnFeatureStore(spla.Matrix.from_coo([0, 1], [2, 0], shape=(2, 3)))
+    assert structural.sparse and structural.dtype == np.float32
+    np.testing.assert_array_equal(structural.gather([1, 0]), [[1, 0, 0], [0, 0, 1]])
     local = ColumnFeatureStore.from_local(x[:, :3], 3)
     np.testing.assert_array_equal(local.gather([3, 0]), x[[3, 0]])
 
@@ -155,6 +158,13 @@ def test_push_pull_errors(args, cls, text):
     with pytest.raises(cls) as info:
         PushPull.apply(*args(w))
     assert text in str(info.value)
+
+
+def test_push_pull_refuses_a_step_beyond_mpi_counts():
+    rows = 2 ** 29  # x 4 hidden > 2**31 - 1 elements; the rows are a broadcast view
+    x = np.broadcast_to(np.zeros((1, 2)), (rows, 2))
+    with pytest.raises(InvalidValue, match="at most 2147483647 partial activations"):
+        PushPull.apply(x, PushPullPlan([rows]), None, torch.ones(2, 4, requires_grad=True))
 
 
 def test_plan_errors():
