@@ -20,6 +20,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import scipy.sparse as sp
 import torch
 
@@ -80,6 +82,26 @@ def test_store_holds_its_columns(comm, kind):
         ranges = comm.allgather(store.columns)
         assert ranges[0][0] == 0 and ranges[-1][1] == f
         assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(ranges, ranges[1:] + [(f, f + 1)]))
+
+
+# Derandomised, so every rank draws the same examples (the store is collective).
+@settings(derandomize=True, database=None, max_examples=15, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(n=st.integers(1, 12), extra=st.integers(0, 9), sparse=st.booleans(),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_store_matches_numpy_slices_drawn(comm, n, extra, sparse, seed):
+    p, r = comm.size, comm.rank
+    f = p + extra  # divisible by p or not
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, f))
+    x[rng.random((n, f)) < 0.3] = 0.0
+    store = ColumnFeatureStore(sp.csr_matrix(x) if sparse else x, comm=comm)
+    s, e = f * r // p, f * (r + 1) // p
+    assert store.columns == (s, e) and e > s
+    ids = rng.integers(0, n, 7)
+    np.testing.assert_array_equal(store.gather(ids), x[ids, s:e])
+    pieces = comm.allgather(store.gather(ids))
+    np.testing.assert_array_equal(np.concatenate(pieces, axis=1), x[ids])
 
 
 def test_more_ranks_than_columns_raises_everywhere(comm):
