@@ -438,11 +438,12 @@ class PushPull(_Function):
         else:
             mine = _reduce_scatter(comm, send, counts, "p3.pull")
         ctx.x_local, ctx.plan, ctx.comm, ctx.hidden = x_local, plan, comm, hidden
-        ctx.weight_dtype = dtype
+        ctx.weight_dtype, ctx.weight_device = dtype, weights[0].device
         outs, off = [], 0
         for m in plan.recv_rows(rank):
+            # The exchange runs on host buffers; results go back to the weights' device.
             outs.append(torch.from_numpy(mine[off:off + m * hidden].reshape(m, hidden).copy())
-                        .to(dtype))
+                        .to(device=weights[0].device, dtype=dtype))
             off += m * hidden
         return tuple(outs)
 
@@ -476,7 +477,8 @@ class PushPull(_Function):
                 off += m * hidden
         out = [None, None, None]
         for k in range(plan.num_heads):
-            out.append(torch.from_numpy(wgrads[k]).to(ctx.weight_dtype)
+            out.append(torch.from_numpy(wgrads[k]).to(device=ctx.weight_device,
+                                                      dtype=ctx.weight_dtype)
                        if ctx.needs_input_grad[3 + k] else None)
         return tuple(out)
 
