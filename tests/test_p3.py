@@ -295,6 +295,18 @@ def test_byte_model_formulas(f, hidden, batch, fanouts, p, sage):
         assert abs(at["row_fetch"] + slope * (m["crossover_f"] - 1) - m["push_pull"]) <= 1
 
 
+def test_byte_model_takes_measured_rows():
+    m = byte_model(f=100, hidden=10, batch=2, fanouts=[3, 2], p=4, input_rows=15.5,
+                   dst_rows=6)
+    assert m["input_rows"] == 15.5 and m["dst_rows"] == 6
+    assert m["push_pull"] == round(2 * 3 * (15.5 + 6) * 10 * 4)
+    assert m["row_fetch"] == round(0.75 * 15.5 * (8 + 400))
+    with pytest.raises(InvalidValue, match="'dst_rows' must be at most the input rows"):
+        byte_model(f=1, hidden=1, batch=1, fanouts=[], p=2, dst_rows=2)
+    with pytest.raises(InvalidValue, match="'input_rows' must be a count >= 0"):
+        byte_model(f=1, hidden=1, batch=1, fanouts=[], p=2, input_rows=-1.0)
+
+
 def test_byte_model_example():
     # 2 seeds, fanouts [3, 2]: 8 destinations in the first block, 24 inputs.
     m = byte_model(f=100, hidden=10, batch=2, fanouts=[3, 2], p=2)
