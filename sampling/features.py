@@ -44,7 +44,7 @@ from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutE
 from spla.layout import chunk, chunk_bounds, owner_of
 from spla.matrix import Matrix
 
-from sampling.validation import as_features, check_labels, host_array, is_sparse
+from sampling.validation import as_features, check_targets, host_array, is_sparse
 
 _MODES = ("replicated", "partitioned")
 #: the ways a hot-feature cache ranks the vertices (``FeatureStore(cache_policy=...)``)
@@ -489,13 +489,7 @@ class FeatureStore:
                 fail(InvalidValue, func, "partition", "None for a replicated store (every "
                      "rank holds every row; partition applies to mode='partitioned')",
                      describe(partition))
-            if num_classes is not None:
-                num_classes = as_int(func, "num_classes", num_classes, minimum=1)
-            if labels is not None:
-                labels = check_labels(func, "labels", labels, n, num_classes)
-            checked = {name: np.asarray(as_index_array(
-                func, f"splits[{name!r}]", host_array(func, f"splits[{name!r}]", ids), n))
-                for name, ids in (splits or {}).items()}
+            num_classes, labels, checked = check_targets(func, labels, splits, n, num_classes)
             fraction = _cache_fraction(func, cache)
             if not isinstance(cache_policy, str) or cache_policy not in CACHE_POLICIES:
                 fail(InvalidValue, func, "cache_policy", "'degree' or 'frequency'",

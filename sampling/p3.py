@@ -55,7 +55,7 @@ from spla import comm as C
 from spla.checks import as_index_array, as_int, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
 
-from sampling.validation import as_features, check_labels, host_array, is_sparse
+from sampling.validation import as_features, check_targets, host_array, is_sparse
 
 try:
     import torch
@@ -203,13 +203,7 @@ class ColumnFeatureStore:
                 local = local.tocsr() if hasattr(local, "tocsr") else np.ascontiguousarray(local)
             else:
                 local = _local
-            if num_classes is not None:
-                num_classes = as_int(func, "num_classes", num_classes, minimum=1)
-            if labels is not None:
-                labels = check_labels(func, "labels", labels, n, num_classes)
-            splits = {name: np.asarray(as_index_array(
-                func, f"splits[{name!r}]", host_array(func, f"splits[{name!r}]", ids), n))
-                for name, ids in (splits or {}).items()}
+            num_classes, labels, splits = check_targets(func, labels, splits, n, num_classes)
         if comm is not None and p > 1:
             C.check_same(comm, func, "features", [n, f], cls=DimensionMismatch,
                          expected="of the same shape (n, f) on every rank",

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 from spla import backend
-from spla.checks import describe, fail
+from spla.checks import as_index_array, as_int, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.matrix import Matrix
 
@@ -236,6 +236,31 @@ def check_finite(func, arg, values):
     if i is not None:
         fail(InvalidValue, func, arg, "finite values",
              f"{float(values.reshape(-1)[i])} at entry {i}")
+
+
+def check_targets(func, labels, splits, n, num_classes=None):
+    """A feature store's ``num_classes``, ``labels`` and ``splits``, checked.
+
+    ``num_classes`` (when given) must be a positive int; ``labels`` (when
+    given) pass ``check_labels`` for ``n`` vertices; each split is an array
+    of vertex ids below ``n``.  Returns ``(num_classes, labels, splits)``
+    with the splits as a dict of int64 arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k, y, s = check_targets("f", np.array([0, 1, 1]), {"train": [0, 2]}, 3, 2)
+    >>> k, y.tolist(), s["train"].tolist()
+    (2, [0, 1, 1], [0, 2])
+    """
+    if num_classes is not None:
+        num_classes = as_int(func, "num_classes", num_classes, minimum=1)
+    if labels is not None:
+        labels = check_labels(func, "labels", labels, n, num_classes)
+    checked = {name: np.asarray(as_index_array(
+        func, f"splits[{name!r}]", host_array(func, f"splits[{name!r}]", ids), n))
+        for name, ids in (splits or {}).items()}
+    return num_classes, labels, checked
 
 
 def check_labels(func, arg, labels, n=None, num_classes=None):
