@@ -242,8 +242,9 @@ def probe(table, key, bits):
 
 
 @numba.njit(cache=True, inline="always")
-def set_add(keys, bits, key):
-    """Add ``key`` (>= 0) to a keys-only table of ``2**bits`` slots; False if present.
+def set_slot(keys, bits, key):
+    """Slot of ``key`` (>= 0) in a keys-only table of ``2**bits`` slots, or the
+    free slot where it would go (``keys[slot] == key`` tells which).
 
     ``keys`` holds ``EMPTY_KEY`` in free slots (``np.full(1 << bits,
     EMPTY_KEY)``) and must keep a free slot (``table_bits``).  Allocation is
@@ -253,12 +254,19 @@ def set_add(keys, bits, key):
     s = hash_slot(key, bits)
     while True:
         k = keys[s]
-        if k == key:
-            return False
-        if k == EMPTY_KEY:
-            keys[s] = key
-            return True
+        if k == key or k == EMPTY_KEY:
+            return s
         s = (s + 1) & mask
+
+
+@numba.njit(cache=True, inline="always")
+def set_add(keys, bits, key):
+    """Add ``key`` to a keys-only table (see ``set_slot``); False if present."""
+    s = set_slot(keys, bits, key)
+    if keys[s] == key:
+        return False
+    keys[s] = key
+    return True
 
 
 @numba.njit(cache=True, inline="always")

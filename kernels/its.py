@@ -38,7 +38,7 @@ row is sampled from its raw weights, so the rescaling changes no other pick.
 import numba
 import numpy as np
 
-from kernels.common import (EMPTY_KEY, contains, hash_slot, search_prefix, set_add,
+from kernels.common import (EMPTY_KEY, contains, search_prefix, set_add, set_slot,
                             sort_range, table_bits, uniform01)
 
 # Row modes, computed by the callers.
@@ -262,15 +262,7 @@ def _in_picks(out, o, filled, seen, bits, j):
     """Whether ``j`` is among the picks (read only, unlike ``_is_new``)."""
     if bits == 0:
         return contains(out, o, o + filled, j)
-    mask = (np.int64(1) << bits) - 1
-    s = hash_slot(j, bits)
-    while True:
-        k = seen[s]
-        if k == j:
-            return True
-        if k == EMPTY_KEY:
-            return False
-        s = (s + 1) & mask
+    return seen[set_slot(seen, bits, j)] == j
 
 
 @numba.njit(cache=True, nogil=True)
