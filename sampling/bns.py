@@ -860,10 +860,11 @@ class BNSTrainer:
     model : {'gcn', 'sage'}, default 'gcn'
     boundary_keep : float in [0, 1], default 1.0
         q, the probability of keeping a boundary vertex in an epoch.
-    partition : 'block', 'metis' or spla.partition.Partition, default 'block'
+    partition : 'block', 'metis', 'hash' or spla.partition.Partition, default 'block'
         One part per rank ('metis' needs pymetis; computed on rank 0 and
         broadcast; it balances ``1 + degree`` per part, the entries of the
-        rows).  Every part must be non-empty.
+        rows; 'hash' is ``spla.partition.hashed`` with ``seed``).  Every
+        part must be non-empty.
     hidden, layers, dropout, lr, weight_decay, seed
         Model width and depth, dropout probability, Adam settings, and the
         seed of the initialisation, dropout masks and boundary draws.
@@ -915,8 +916,8 @@ class BNSTrainer:
                     fail(DTypeError, func, "dataset", "a sampling.datasets.Dataset (graph A, "
                          "features x, labels y, splits)", describe(dataset))
             if not isinstance(partition, (str, spla.Partition)) or (
-                    isinstance(partition, str) and partition not in ("block", "metis")):
-                fail(InvalidValue, func, "partition", "'block', 'metis' or a "
+                    isinstance(partition, str) and partition not in ("block", "metis", "hash")):
+                fail(InvalidValue, func, "partition", "'block', 'metis', 'hash' or a "
                      "spla.partition.Partition", describe(partition))
             if isinstance(partition, spla.Partition) and partition.parts != self.size:
                 fail(InvalidValue, func, "partition", f"a partition into {self.size} parts "
@@ -965,6 +966,8 @@ class BNSTrainer:
             return partition
         if partition == "block":
             return spla.partition.block(A, self.size)
+        if partition == "hash":
+            return spla.partition.hashed(A, self.size, seed=self.seed)
         P = None
         with C.collective_checks(self.comm):
             if self.rank == 0:

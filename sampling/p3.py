@@ -650,10 +650,15 @@ class P3Model(_Module):
 
     Notes
     -----
-    Input dropout is not applied to the first layer (each rank holds other
-    columns of the inputs, so one mask cannot be applied without moving
-    the rows); dropout applies to the inputs of layers 2..L as in
-    ``model``.  With ``model.dropout == 0`` the result equals ``model``'s.
+    Dropout is ``model``'s, mask for mask: ``sampling.models.dropout`` masks
+    element ``(i, j)`` of a minibatch's input by a hash of (a seed drawn
+    from torch's generator, ``i * f + j``).  The rank that owns a
+    minibatch draws that seed as ``model`` would, the step's seeds are
+    all-gathered (one small collective while training with dropout), and
+    each rank masks its columns of every minibatch's rows with
+    ``spla.dropout(..., row_offsets=)``.  So a training step equals
+    ``model``'s on the same minibatch and torch random state, dropout
+    included, up to floating-point rounding.
 
     ``forward(minibatches)`` is collective, and so is the backward pass:
     every rank calls both every step, with the same list of minibatches.
@@ -710,6 +715,9 @@ class P3Model(_Module):
             self.w = nn.Parameter(first.lin.weight.detach()[:, s:e].t().clone())
             self.bias = first.bias
         self.rest = nn.ModuleList(list(model.layers)[1:])
+        # Not a submodule: its first layer's full weights are not this
+        # model's parameters (gather_model writes them).
+        self.__dict__["_model"] = model
 
     def local_parameters(self):
         """This rank's weight slices: their gradients are complete, never all-reduce them."""
@@ -719,6 +727,39 @@ class P3Model(_Module):
         """The parameters trained data-parallel (all-reduce their gradients)."""
         local = {id(q) for q in self.local_parameters()}
         return [q for q in self.parameters() if id(q) not in local]
+
+    def gather_model(self):
+        """Collective: the model given to the constructor, holding this model's parameters.
+
+        Its first layer's weights are gathered from every rank's columns
+        (one all-gather per weight, bytes not counted); every other
+        parameter is shared with this model already.  For a checkpoint, or
+        to compare with a data-parallel run.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from sampling.models import GCN
+        >>> net = GCN(4, 3, 2, num_layers=1)
+        >>> p3 = P3Model(net, ColumnFeatureStore(np.eye(4, dtype=np.float32)))
+        >>> with torch.no_grad():
+        ...     _ = p3.w.fill_(0.5)
+        >>> p3.gather_model() is net, bool((net.layers[0].lin.weight == 0.5).all())
+        (True, True)
+        """
+        model = self.__dict__["_model"]
+        first = model.layers[0]
+        if self.kind == "sage":
+            pairs = [(self.w_root, first.lin_root.weight), (self.w_neigh, first.lin_neigh.weight)]
+        else:
+            pairs = [(self.w, first.lin.weight)]
+        for mine, full in pairs:
+            piece = _as_2d_numpy(mine)  # (f_r, hidden): rows are this rank's columns
+            if self.comm is not None and self.comm.Get_size() > 1:
+                piece, _ = C.allgatherv(self.comm, piece.reshape(-1), None)
+            with torch.no_grad():
+                full.copy_(torch.from_numpy(piece.reshape(self.store.num_features, -1).T))
+        return model
 
     def plan(self, minibatches):
         """The ``PushPullPlan`` of a step (one minibatch or None per rank)."""
@@ -756,6 +797,10 @@ class P3Model(_Module):
                                     f"minibatch (or None) per rank, {p}; got {len(minibatches)}")
         # Agreed before the reduce-scatter: this rank's own entry is checked
         # differently from the others (it must be a MiniBatch).
+        mb = minibatches[rank]
+        # Drawn first, as model's first dropout draws it (nothing is drawn on
+        # a rank without a minibatch: its model would not run this step).
+        seeds = self._dropout_seeds(mb is not None)
         with C.collective_checks(self.comm):
             for i, one in enumerate(minibatches):
                 if isinstance(one, StepInput) and i != rank:
@@ -773,8 +818,9 @@ class P3Model(_Module):
         weights = self.local_parameters()
         if not self.store.sparse:
             x_local = x_local.astype(_numpy_of(weights[0].dtype), copy=False)
+        if seeds is not None:
+            x_local = self._input_dropout(x_local, plan, seeds)
         heads = PushPull.apply(x_local, plan, self.comm, *weights)
-        mb = minibatches[rank]
         if mb is None:
             # Keep the (empty) output in the graph so backward reaches PushPull.
             tie = sum(h.sum() for h in heads) * 0
@@ -791,6 +837,49 @@ class P3Model(_Module):
             h = dropout(h, self.dropout, self.training)
             h = layer(h, op)
         return h
+
+
+    def _dropout_seeds(self, has_minibatch):
+        """Every rank's seed of its first-layer dropout this step (0: none), or None.
+
+        Collective while training with dropout.
+        """
+        if not (self.training and self.dropout > 0):
+            return None
+        mine = int(torch.randint(0, 2 ** 62, (1,))) if has_minibatch else 0
+        if self.comm is None or self.comm.Get_size() == 1:
+            return [mine]
+        return [int(v) for v in C.allgather_int(self.comm, [mine])[:, 0]]
+
+    def _input_dropout(self, x_local, plan, seeds):
+        """``x_local`` with each minibatch's rows masked as ``model`` masks its input.
+
+        Row ``i`` of a minibatch's input is its ``i``-th input vertex: the
+        element of column ``c`` is at flat position ``i * f + c`` there.
+        """
+        import scipy.sparse as sp
+        import spla
+        f, (c0, _) = self.store.num_features, self.store.columns
+        pieces = []
+        for i in range(plan.p):
+            a, b = int(plan.starts[i]), int(plan.starts[i + 1])
+            if a == b:
+                continue
+            offsets = np.arange(b - a, dtype=np.int64) * f + c0
+            piece = x_local[a:b]
+            if sp.issparse(piece):
+                M = spla.Matrix.from_csr(piece.indptr, piece.indices, piece.data, piece.shape)
+                D = spla.dropout(M, self.dropout, seed=seeds[i], row_offsets=offsets)
+                piece = sp.csr_matrix((D.values, D.indices, D.indptr), shape=piece.shape)
+            else:
+                piece = spla.dropout(np.ascontiguousarray(piece), self.dropout,
+                                     seed=seeds[i], row_offsets=offsets)
+            pieces.append(piece)
+        if not pieces:
+            return x_local
+        if sp.issparse(x_local):
+            return sp.vstack(pieces, format="csr")
+        return np.concatenate(pieces)
 
 
 def _numpy_of(dtype):

@@ -41,10 +41,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from spla.backend import to_host
-from spla.checks import as_index_array, as_int, describe, fail, xp_array
+from spla.checks import as_index_array, as_int, as_u64, describe, fail, xp_array
 from spla.elementwise import ewise_add, select
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
 from spla.extract import extract
+from spla.random import permutation
 from spla.layout import chunk_bounds
 from spla.matrix import Matrix
 from spla.structure import transpose
@@ -534,6 +535,55 @@ def block(A, parts):
     return Partition(part, parts, method="block")
 
 
+def hashed(A, parts, *, seed=0):
+    """A random balanced partition: vertices dealt to parts by a hash of their ids.
+
+    P3's partition of the graph structure (and DistDGL's baseline): no
+    locality at all, so about ``(parts - 1) / parts`` of the edges are cut,
+    but every part gets the same share of any vertex set in expectation,
+    hubs included.  The vertices are ordered by ``spla.random.permutation(n,
+    seed=seed)`` and that order is cut into ``parts`` blocks of ``chunk``
+    sizes, so the parts' sizes differ by at most one.  A pure function of
+    ``(n, parts, seed)``: every rank computes the same partition without
+    communicating.
+
+    Parameters
+    ----------
+    A : square spla.Matrix, scipy.sparse matrix, spla.DistMatrix, or int
+        The graph (only its number of vertices ``n`` is used), or ``n``.
+    parts : int
+        ``1 <= parts <= n``.
+    seed : int, default 0
+        ``0 <= seed < 2**64``.
+
+    Returns
+    -------
+    Partition
+        ``method`` 'hash'.
+
+    Raises
+    ------
+    InvalidValue
+        ``parts`` outside ``[1, n]``, or a bad ``seed``.
+    DimensionMismatch
+        ``A`` is not square.
+
+    Examples
+    --------
+    >>> from spla.partition import hashed
+    >>> P = hashed(10, 3, seed=1)
+    >>> P.sizes.tolist(), sorted(P.perm.tolist()) == list(range(10))
+    ([4, 3, 3], True)
+    """
+    func = "partition.hashed"
+    n = _num_vertices(func, A)
+    parts = _check_parts(func, parts, n)
+    order = permutation(n, seed=as_u64(func, "seed", seed))
+    part = np.empty(n, np.int64)
+    part[order] = np.repeat(np.arange(parts, dtype=np.int64), np.diff(chunk_bounds(n, parts)))
+    return Partition(part, parts, method="hash")
+
+
 def metis(A, parts, *, seed=0, imbalance=1.03, vertex_weights=None):
     """A METIS k-way partition of the graph ``A`` (needs ``pymetis``).
 
@@ -655,4 +705,4 @@ def _import_pymetis(func):
     return pymetis
 
 
-__all__ = ["Partition", "Balance", "block", "metis"]
+__all__ = ["Partition", "Balance", "block", "hashed", "metis"]

@@ -19,8 +19,9 @@ import numpy as np
 from kernels.common import row_key
 from kernels.cpu import spmm as _cpu
 from spla import backend
-from spla.checks import as_u64, describe, fail, index_dtype
+from spla.checks import as_index_array, as_u64, describe, fail, index_dtype
 from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError, InvalidValue
+from spla.matrix import Matrix
 from spla.mxm import as_matrix
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -179,7 +180,7 @@ def _spmm_gpu(A, X, transpose, out):
     return res
 
 
-def dropout(X, p, *, seed, stream=0, out=None):
+def dropout(X, p, *, seed, stream=0, out=None, row_offsets=None):
     """Zero each element of ``X`` with probability ``p`` and scale the rest by ``1 / (1 - p)``.
 
     The mask is a pure function of ``(seed, stream, element index)`` (a
@@ -187,9 +188,21 @@ def dropout(X, p, *, seed, stream=0, out=None):
     of the result is the exact backward pass, and the same arguments give
     the same mask on every thread count and device.
 
+    ``row_offsets`` masks a piece of a larger array as the whole would be
+    masked: element ``(i, j)`` of ``X`` takes the mask of flat position
+    ``row_offsets[i] + j``.  For rows ``r_i`` and columns ``[c, c + w)`` of
+    an ``(m, f)`` array, ``row_offsets = r_i * f + c``; a sparse ``X``
+    (a ``spla.Matrix``: its stored entries are masked, its pattern kept)
+    holding such a piece gets the same values as its dense twin.  This is
+    how ranks that each hold some columns of the input features apply the
+    dropout that one process would apply to whole rows
+    (``sampling.p3.P3Model``).
+
     Parameters
     ----------
-    X : numpy or cupy array of float32 or float64, 1-D or 2-D
+    X : numpy or cupy array of float32 or float64, 1-D or 2-D, or spla.Matrix
+        A ``spla.Matrix`` (float32/float64 values; a structural one counts
+        as all ones in float32) needs ``row_offsets`` and runs on the CPU.
     p : float
         Probability of zeroing an element, ``0 <= p < 1``; represented with
         32 bits (an element is kept when its 32 random bits are at least
@@ -198,13 +211,17 @@ def dropout(X, p, *, seed, stream=0, out=None):
         ``0 <= seed, stream < 2**64``.
     out : array, optional
         C-contiguous, writeable, of ``X``'s shape and dtype; may be ``X``
-        itself (in place).  Written and returned.
+        itself (in place).  Written and returned.  Dense ``X`` only.
+    row_offsets : array_like of int, optional
+        One flat position per row of a 2-D or sparse ``X``, each ``>= 0``
+        (default ``i * X.shape[1]``: ``X`` is the whole array).
 
     Returns
     -------
-    array of X's shape and dtype
+    array of X's shape and dtype, or spla.Matrix
         ``X * mask / (1 - p)``, computed as ``X * s`` with ``s`` either 0 or
-        ``1 / (1 - p)`` in ``X``'s dtype (so a NaN stays NaN, as in torch).
+        ``1 / (1 - p)`` in ``X``'s dtype (so a NaN stays NaN, as in torch);
+        for a sparse ``X``, the same pattern with those values.
 
     Raises
     ------
@@ -215,7 +232,7 @@ def dropout(X, p, *, seed, stream=0, out=None):
         integer in ``[0, 2**64)``; ``out`` not writeable and contiguous, or
         partly overlapping ``X``.
     DimensionMismatch
-        ``out`` has the wrong shape or dtype.
+        ``out`` has the wrong shape or dtype; ``row_offsets`` not one per row.
 
     Examples
     --------
@@ -228,9 +245,26 @@ def dropout(X, p, *, seed, stream=0, out=None):
            [2., 0., 2., 2.]], dtype=float32)
     >>> np.array_equal(spla.dropout(Y, 0.5, seed=7), 2 * Y)   # the same mask again
     True
+
+    Columns 2 and 3 of row 1 alone, masked as in the whole ``X``:
+
+    >>> spla.dropout(X[1:, 2:], 0.5, seed=7, row_offsets=[1 * 4 + 2])
+    array([[2., 2.]], dtype=float32)
     """
     func = "dropout"
-    xp, X = _dense(func, "X", X)
+    sparse = isinstance(X, Matrix)
+    if sparse:
+        if row_offsets is None:
+            fail(InvalidValue, func, "row_offsets", "set for a sparse X (the flat position "
+                 "of each row's column 0 in the array it is a piece of)", None)
+        if out is not None:
+            fail(InvalidValue, func, "out", "None for a sparse X (a new Matrix is returned)",
+                 describe(out))
+        if X.device != backend.CPU:
+            fail(DeviceMismatch, func, "X", "a sparse matrix on the CPU", f"one on {X.device}")
+        xp = np
+    else:
+        xp, X = _dense(func, "X", X)
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)):
         fail(InvalidValue, func, "p", "a number in [0, 1)", describe(p))
     p = float(p)
@@ -253,6 +287,8 @@ def dropout(X, p, *, seed, stream=0, out=None):
                  "a partly overlapping one")
     key = np.uint64(row_key(np.uint64(seed), np.uint64(stream), np.uint64(0)))
     threshold = np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1))
+    if row_offsets is not None:
+        return _dropout_piece(func, xp, X, row_offsets, key, threshold, p, out)
     scale = X.dtype.type(1.0 / (1.0 - p))
     if xp is not np:
         return _dropout_gpu(xp, X, key, threshold, scale, out)
@@ -266,6 +302,43 @@ def _mix64(xp, z):
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def _dropout_piece(func, xp, X, row_offsets, key, threshold, p, out):
+    """``dropout`` of a piece of a larger array: row i starts at flat position row_offsets[i]."""
+    nrows = X.nrows if isinstance(X, Matrix) else (X.shape[0] if X.ndim == 2 else -1)
+    if nrows < 0:
+        fail(InvalidValue, func, "row_offsets", "None for a 1-D X (give a 2-D piece)",
+             describe(row_offsets))
+    if hasattr(row_offsets, "__cuda_array_interface__"):
+        row_offsets = backend.to_host(row_offsets)
+    offsets = as_index_array(func, "row_offsets", row_offsets)
+    if offsets.size != nrows:
+        fail(DimensionMismatch, func, "row_offsets", f"one offset per row of X ({nrows})",
+             f"{offsets.size} offsets")
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    if isinstance(X, Matrix):
+        values = X.values if X.values is not None else np.ones(X.nnz, np.float32)
+        if values.dtype not in _FLOATS:
+            values = values.astype(np.float32)
+        scale = values.dtype.type(1.0 / (1.0 - p))
+        res = np.empty_like(values)
+        _cpu.dropout_entries(X.indptr, X.indices, values, res, offsets, key, threshold, scale)
+        return X.with_values(res)
+    scale = X.dtype.type(1.0 / (1.0 - p))
+    if xp is not np:
+        cols = xp.arange(X.shape[1], dtype=np.uint64)
+        e = xp.asarray(offsets).astype(np.uint64)[:, None] + cols[None, :]
+        h = _mix64(xp, key + ((e >> np.uint64(1)) + np.uint64(1)) * _GAMMA)
+        bits = ((h >> ((e & np.uint64(1)) << np.uint64(5))) & np.uint64(0xFFFFFFFF))
+        res = X * xp.where(bits >= threshold, scale, X.dtype.type(0)).astype(X.dtype)
+        if out is not None:
+            out[...] = res
+            return out
+        return res
+    res = out if out is not None else np.empty(X.shape, X.dtype)
+    _cpu.dropout_rows(np.ascontiguousarray(X), res, offsets, key, threshold, scale)
+    return res
 
 
 def _dropout_gpu(xp, X, key, threshold, scale, out):

@@ -109,6 +109,14 @@ REJECTED = [
     (["--graph", "partitioned", "--feature-cache", "ten"], "expected a fraction in [0, 1]"),
     (["--graph", "partitioned", "--feature-cache", "0.1", "--cache-policy", "lru"],
      "argument --cache-policy: invalid choice: 'lru'"),
+    (["--features", "columns", "--device", "cuda"], "--features columns runs on the CPU (its "
+                                                    "push-pull exchanges host buffers); use "
+                                                    "--device cpu or --features rows"),
+    (["--features", "columns", "--graph", "partitioned", "--feature-cache", "0.1"],
+     "--feature-cache applies to --features rows"),
+    (["--features", "cols"], "argument --features: invalid choice: 'cols'"),
+    (["--mode", "bns", "--features", "columns"], "--features applies to --mode sampled"),
+    (["--partition", "hash"], "--partition applies to --graph partitioned"),
 ]
 
 
@@ -189,6 +197,10 @@ def test_options_that_apply_are_accepted():
                    "frequency")
     assert (opts.feature_cache, opts.cache_policy) == (0.1, "frequency")
     assert options("--graph", "partitioned", "--feature-cache", "1").feature_cache == 1.0
+    assert options("--features", "columns").features == "columns"
+    opts = options("--graph", "partitioned", "--partition", "hash", "--features", "columns")
+    assert (opts.partition, opts.features) == ("hash", "columns")
+    assert options("--mode", "bns", "--partition", "hash").partition == "hash"
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -11,12 +11,13 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy import stats
 from hypothesis import given
 from hypothesis import strategies as st
 
 import spla
 from spla.layout import Layout, chunk, chunk_bounds
-from spla.partition import Balance, Partition, block, metis
+from spla.partition import Balance, Partition, block, hashed, metis
 from strategies import SETTINGS, assert_canonical, twins
 
 
@@ -158,6 +159,44 @@ def test_block_is_chunk_with_the_identity_renumbering(n, parts):
 def test_block_errors(args, exc, match):
     with pytest.raises(exc, match=f"^partition.block: argument {match}"):
         block(*args)
+
+
+# -- hashed ------------------------------------------------------------------------
+@pytest.mark.parametrize("n, parts", [(10, 4), (7, 7), (1, 1), (100, 3)])
+def test_hashed_is_balanced_and_a_pure_function_of_the_seed(n, parts):
+    A = sp.random(n, n, density=0.3, format="csr", random_state=1)
+    P = hashed(A, parts, seed=3)
+    assert P.method == "hash" and P.parts == parts
+    assert sorted(P.sizes.tolist()) == sorted(np.diff(chunk_bounds(n, parts)).tolist())
+    assert P == hashed(n, parts, seed=3) == hashed(spla.Matrix.from_scipy(A), parts, seed=3)
+    if n >= 10 and parts > 1:
+        assert P != hashed(n, parts, seed=4)
+
+
+def test_hashed_deals_every_vertex_uniformly():
+    """Over seeds, vertex 0's part is uniform and two vertices share a part with
+    the probability of a uniformly random balanced partition, (s - 1) / (n - 1)."""
+    n, parts, draws = 12, 3, 3000
+    first = np.empty(draws, np.int64)
+    together = 0
+    for seed in range(draws):
+        part = hashed(n, parts, seed=seed).part
+        first[seed] = part[0]
+        together += int(part[0] == part[1])
+    counts = np.bincount(first, minlength=parts)
+    assert stats.chisquare(counts).pvalue > 1e-4, counts
+    want = (n // parts - 1) / (n - 1)
+    assert stats.binomtest(together, draws, want).pvalue > 1e-4, (together, want)
+
+
+@pytest.mark.parametrize("args, kw, exc, match", [
+    ((5, 6), {}, spla.InvalidValue, r"'parts' must be an integer in \[1, n\]"),
+    ((5, 2), {"seed": -1}, spla.InvalidValue, "'seed' must be an integer >= 0"),
+    (("graph", 2), {}, spla.DTypeError, "'A' must be a square matrix"),
+])
+def test_hashed_errors(args, kw, exc, match):
+    with pytest.raises(exc, match=f"^partition.hashed: argument {match}"):
+        hashed(*args, **kw)
 
 
 # -- edge cut, balance, permute -------------------------------------------------------

@@ -234,6 +234,58 @@ def test_dropout_edge_cases():
     assert (spla.dropout(np.ones(1000), 0.999999, seed=0) == 0).mean() > 0.99
 
 
+@SETTINGS
+@given(st.integers(1, 9), st.integers(1, 9), st.data())
+def test_dropout_of_a_piece_is_the_piece_of_the_dropout(m, f, data):
+    """Any rows and a column range of a matrix, masked with ``row_offsets``,
+    equal that piece of the whole matrix's dropout; a sparse piece's stored
+    entries take the same values, for both kernels (serial and parallel)."""
+    dtype = data.draw(st.sampled_from(FLOATS))
+    seed, stream = data.draw(st.integers(0, 2 ** 64 - 1)), data.draw(st.integers(0, 3))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    X = rng.random((m, f)).astype(dtype) * (rng.random((m, f)) < 0.6)
+    whole = spla.dropout(X, 0.4, seed=seed, stream=stream)
+    rows = rng.integers(0, m, data.draw(st.integers(0, 12)))
+    c0 = data.draw(st.integers(0, f - 1))
+    c1 = data.draw(st.integers(c0, f))
+    piece = np.ascontiguousarray(X[rows][:, c0:c1])
+    offsets = rows * f + c0
+    got = spla.dropout(piece, 0.4, seed=seed, stream=stream, row_offsets=offsets)
+    np.testing.assert_array_equal(got, whole[rows][:, c0:c1])
+    S = sp.csr_matrix(piece)
+    M = spla.Matrix.from_csr(S.indptr, S.indices, S.data, S.shape)
+    D = spla.dropout(M, 0.4, seed=seed, stream=stream, row_offsets=offsets)
+    assert np.array_equal(D.indptr, S.indptr) and np.array_equal(D.indices, S.indices)
+    np.testing.assert_array_equal(D.to_scipy().toarray(), whole[rows][:, c0:c1])
+    key = np.uint64(7)
+    for kernel in (K.dropout_rows, K.dropout_entries):
+        args = ((piece, np.empty_like(piece)) if kernel is K.dropout_rows else
+                (S.indptr.astype(np.int64), S.indices.astype(np.int64), S.data,
+                 np.empty_like(S.data)))
+        a = kernel.serial(*args, offsets, key, np.uint32(2 ** 31), dtype(2))
+        b = kernel.parallel(*[x.copy() for x in args], offsets, key, np.uint32(2 ** 31),
+                            dtype(2))
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dropout_of_a_piece_bad_arguments():
+    X = np.ones((2, 3), np.float32)
+    M = spla.Matrix.from_coo([0], [1], [1.0], shape=(2, 3))
+    with pytest.raises(spla.DimensionMismatch, match="dropout: argument 'row_offsets' must be "
+                                                     r"one offset per row of X \(2\); got 3"):
+        spla.dropout(X, 0.5, seed=0, row_offsets=[0, 3, 6])
+    with pytest.raises(spla.IndexOutOfRange, match="'row_offsets' must be non-negative"):
+        spla.dropout(X, 0.5, seed=0, row_offsets=[0, -3])
+    with pytest.raises(spla.InvalidValue, match="'row_offsets' must be None for a 1-D X"):
+        spla.dropout(np.ones(3), 0.5, seed=0, row_offsets=[0])
+    with pytest.raises(spla.InvalidValue, match="'row_offsets' must be set for a sparse X"):
+        spla.dropout(M, 0.5, seed=0)
+    with pytest.raises(spla.InvalidValue, match="'out' must be None for a sparse X"):
+        spla.dropout(M, 0.5, seed=0, row_offsets=[0, 3], out=X)
+    structural = spla.dropout(M.structure(), 0.0, seed=0, row_offsets=[0, 3])
+    assert structural.values.tolist() == [1.0] and structural.dtype == np.float32
+
+
 def test_dropout_bad_arguments():
     X = np.ones(3)
     for p in (1.0, -0.1, float("nan")):

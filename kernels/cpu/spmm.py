@@ -24,6 +24,12 @@ of one splitmix64 hash of ``(key, k)`` (its low half first: the halves are
 read through a uint32 view, and every platform numba targets is
 little-endian) and are kept when those bits are ``>= threshold``.  Applied to a gradient with the same key it is the exact
 backward of the forward call (no mask is stored).
+
+``dropout_rows(x, out, offsets, ...)`` (2-D) and ``dropout_entries(indptr,
+indices, values, out, offsets, ...)`` (CSR) apply the same mask to a piece of
+a larger array: element ``(i, j)`` takes the bits of flat position
+``offsets[i] + j``.  A rank holding some rows and columns of a matrix masks
+them exactly as ``dropout`` masks the whole matrix.
 """
 
 import numba
@@ -90,6 +96,39 @@ def spmm_rows(indptr, indices, values, x, out):
                     xr = x[indices[t]]
                     for c in range(f):
                         acc[c] += xr[c]
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _bits_at(key, e):
+    """The 32 random bits ``dropout`` gives flat position ``e`` (a uint64)."""
+    h = mix64(key + ((e >> np.uint64(1)) + np.uint64(1)) * _GAMMA)
+    return np.uint32((h >> ((e & np.uint64(1)) << np.uint64(5))) & np.uint64(0xFFFFFFFF))
+
+
+@parallel_kernel(lambda x, out, offsets, key, threshold, scale: x.size)
+def dropout_rows(x, out, offsets, key, threshold, scale):
+    """``out[i, j] = x[i, j] * keep(offsets[i] + j) * scale`` over 2-D arrays."""
+    m, w = x.shape
+    zero = scale - scale
+    for i in prange(m):
+        base = np.uint64(offsets[i])
+        for j in range(w):
+            keep = _bits_at(key, base + np.uint64(j)) >= threshold
+            out[i, j] = x[i, j] * (scale if keep else zero)
+    return out
+
+
+@parallel_kernel(lambda indptr, indices, values, out, offsets, key, threshold, scale:
+                 values.size)
+def dropout_entries(indptr, indices, values, out, offsets, key, threshold, scale):
+    """``out[t] = values[t] * keep(offsets[i] + indices[t]) * scale`` for row i's entries t."""
+    zero = scale - scale
+    for i in prange(indptr.size - 1):
+        base = np.uint64(offsets[i])
+        for t in range(indptr[i], indptr[i + 1]):
+            keep = _bits_at(key, base + np.uint64(indices[t])) >= threshold
+            out[t] = values[t] * (scale if keep else zero)
     return out
 
 

@@ -20,8 +20,8 @@ import sys
 from dataclasses import fields
 
 from sampling.train.launch import launcher_rank
-from sampling.train.options import (BNS_MODELS, CACHE_POLICIES, DEVICES, GRAPH_MODES,
-                                    MODES, PARTITIONS, SAMPLERS, SPLITS, TrainOptions,
+from sampling.train.options import (BNS_MODELS, CACHE_POLICIES, DEVICES, FEATURE_LAYOUTS,
+                                    GRAPH_MODES, MODES, PARTITIONS, SAMPLERS, SPLITS, TrainOptions,
                                     UsageError, check_options, is_ogb_name)
 
 
@@ -241,9 +241,10 @@ def build_parser():
                         "grid; C must divide the number of ranks" + default(d.replication))
     p.add_argument("--partition", choices=PARTITIONS,
                    help="--graph partitioned or --mode bns only: how the vertices are "
-                        "placed on the process rows: block (contiguous ids) or metis (METIS "
-                        "k-way, fewer edges between ranks; needs pymetis); results of "
-                        "--graph partitioned do not depend on it" + default(d.partition))
+                        "placed on the process rows: block (contiguous ids), metis (METIS "
+                        "k-way, fewer edges between ranks; needs pymetis) or hash (a "
+                        "seeded random deal, P3's); results of --graph partitioned do not "
+                        "depend on it" + default(d.partition))
     p.add_argument("--split", choices=SPLITS,
                    help="--graph partitioned only: which training vertices each rank "
                         "trains on: global (minibatches of one shuffle of all of them, the "
@@ -263,6 +264,13 @@ def build_parser():
                    help="sample and fetch up to K bulks ahead in a background thread while "
                         "the current bulk trains (0: one after the other; the same "
                         "minibatches and model either way)" + default(d.prefetch))
+    p.add_argument("--features", choices=FEATURE_LAYOUTS,
+                   help="rows: each minibatch's feature rows are fetched to the rank that "
+                        "trains it; columns: P3, every rank holds all vertices' features for "
+                        "1/P of the columns and the first layer runs push-pull (partial "
+                        "activations reduce-scattered), which moves hidden-width rows "
+                        "instead of feature rows; the same losses either way"
+                        + default(d.features))
     p.add_argument("--device", choices=DEVICES,
                    help="where the model runs (cuda also samples on the GPU when running "
                         "on one process)" + default(d.device))
@@ -308,7 +316,7 @@ def _check_given(given):
     if bns:
         for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk",
                      "memory_budget", "graph", "replication", "split", "feature_cache",
-                     "cache_policy", "prefetch", "device", "plot"):
+                     "cache_policy", "prefetch", "features", "device", "plot"):
             if name in given:
                 raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
                                  "--mode bns trains the whole graph (no sampler, "

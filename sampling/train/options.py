@@ -14,11 +14,14 @@ SAMPLERS = ("sage", "ladies", "fastgcn")
 GRAPH_MODES = ("replicated", "partitioned")
 DEVICES = ("cpu", "cuda")
 CACHE_POLICIES = ("degree", "frequency")  # those of sampling.features.FeatureStore
-PARTITIONS = ("block", "metis")  # spla.partition.block / metis
+PARTITIONS = ("block", "metis", "hash")  # spla.partition.block / metis / hashed
 SPLITS = ("global", "part")  # how the training vertices are spread over the ranks
 PHASES = ("sample", "fetch", "fwd/bwd", "allreduce", "eval")
 MODES = ("sampled", "bns")  # minibatch training on samples / BNS-GCN full-graph training
 BNS_MODELS = ("gcn", "sage")  # the models of --mode bns (sampling.bns.BNSModel)
+# rows: whole feature rows fetched for each minibatch (sampling.features.FeatureStore);
+# columns: P3's split by columns with a push-pull first layer (sampling.p3)
+FEATURE_LAYOUTS = ("rows", "columns")
 
 
 @dataclass
@@ -29,8 +32,9 @@ class TrainOptions:
     ``fanouts`` (``sampler='sage'``) may hold -1 for "all neighbours";
     ``root`` is where ``ogbn-*`` datasets are downloaded (default: the
     loader's, ``$SPLA_DATA`` or ``~/.cache/spla-sampling``).
-    ``partition`` ('block' or 'metis', ``graph='partitioned'`` only) places
-    the graph's and the features' rows by parts (``spla.partition``);
+    ``partition`` ('block', 'metis' or 'hash', ``graph='partitioned'``
+    only) places the graph's and the features' rows by parts
+    (``spla.partition``);
     ``split`` says which training vertices each rank trains on: 'global'
     (minibatches cut from one shuffle of all of them: the same minibatches
     for every rank count, layout and partition) or 'part' (DistDGL's split,
@@ -41,6 +45,11 @@ class TrainOptions:
     store's hot-feature cache (``sampling.features.FeatureStore``).
     ``prefetch`` bulks are sampled and fetched ahead, in a background
     thread, while the current one trains (0: synchronously).
+    ``features='columns'`` trains as P3 does (``sampling.p3``): every rank
+    holds all vertices' features for ``f / p`` of the columns, the first
+    layer runs push-pull (model-parallel) and the others data-parallel;
+    the minibatches and, for the same seed, the losses and parameters are
+    those of ``features='rows'``.  CPU only; no ``feature_cache``.
     ``mode='bns'`` trains the whole graph partition-parallel instead
     (BNS-GCN, ``sampling.bns``): ``model`` ('gcn' or 'sage'),
     ``boundary_keep`` (q in [0, 1]), ``partition``, ``layers`` (default 2),
@@ -83,6 +92,7 @@ class TrainOptions:
     feature_cache: float = 0.0
     cache_policy: str = "degree"
     prefetch: int = 0
+    features: str = "rows"
     mode: str = "sampled"
     model: str = "gcn"
     boundary_keep: float = 1.0
@@ -126,7 +136,7 @@ def check_options(opts, *, sizes=True):
     if opts.mode == "bns":
         _check_bns(opts)
         if opts.partition not in PARTITIONS:
-            raise UsageError(f"unknown partition {opts.partition!r}; use block or metis")
+            raise UsageError(f"unknown partition {opts.partition!r}; use block, metis or hash")
         if opts.root is not None and not is_ogb_name(opts.dataset):
             raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
                              f"downloaded); {opts.dataset!r} is not one: drop --root")
@@ -149,7 +159,7 @@ def check_options(opts, *, sizes=True):
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
     if opts.partition not in PARTITIONS:
-        raise UsageError(f"unknown partition {opts.partition!r}; use block or metis")
+        raise UsageError(f"unknown partition {opts.partition!r}; use block, metis or hash")
     if opts.split not in SPLITS:
         raise UsageError(f"unknown split {opts.split!r}; use global or part")
     if (opts.graph != "partitioned" and opts.mode != "bns"
@@ -158,6 +168,16 @@ def check_options(opts, *, sizes=True):
                 else f"--split {opts.split}")
         raise UsageError(f"{what} applies to --graph partitioned (a replicated graph has no "
                          "parts); drop it or add --graph partitioned")
+    if opts.features not in FEATURE_LAYOUTS:
+        raise UsageError(f"unknown feature layout {opts.features!r}; use rows or columns")
+    if opts.features == "columns":
+        if opts.device != "cpu":
+            raise UsageError("--features columns runs on the CPU (its push-pull exchanges "
+                             "host buffers); use --device cpu or --features rows")
+        if opts.feature_cache:
+            raise UsageError("--feature-cache applies to --features rows (with --features "
+                             "columns every rank holds every vertex's columns: nothing is "
+                             "fetched); drop one of them")
     if opts.cache_policy not in CACHE_POLICIES:
         raise UsageError(f"unknown cache policy {opts.cache_policy!r}; use degree or "
                          "frequency")
@@ -195,7 +215,7 @@ def _check_bns(opts):
     d = TrainOptions()
     for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk", "memory_budget",
                  "graph", "replication", "split", "feature_cache", "cache_policy",
-                 "prefetch", "device", "plot"):
+                 "prefetch", "features", "device", "plot"):
         if getattr(opts, name) != getattr(d, name):
             raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
                              "--mode bns trains the whole graph (no sampler, minibatches "

@@ -268,7 +268,13 @@ class Trainer:
         # of a bulk, as a sampler on a replicated DistMatrix would.
         self._split = sampler.D is None and self.size > 1
         splits = {"train": ds.train_idx, "val": ds.val_idx, "test": ds.test_idx}
-        if partitioned:
+        self.columns = opts.features == "columns"
+        if self.columns:
+            from sampling.p3 import ColumnFeatureStore
+            # Collective checks inside (more ranks than columns raises everywhere).
+            self.store = ColumnFeatureStore(x, comm=self.comm, labels=ds.y, splits=splits,
+                                            num_classes=ds.num_classes, dtype=np.float32)
+        elif partitioned:
             # --feature-cache: by degree, the store ranks the vertices of the
             # sampler's graph (a DistMatrix: one Allgatherv of row degrees);
             # by frequency, it is filled below from a pre-sampled epoch.
@@ -285,7 +291,7 @@ class Trainer:
         else:
             self.store = FeatureStore(x, labels=ds.y, splits=splits, num_classes=ds.num_classes)
         self._x_all = None
-        if self.store.replicated:
+        if not self.columns and self.store.replicated:
             self._x_all = torch.from_numpy(self.store.local).to(self.device)
         self._y_all = torch.from_numpy(self.store.labels).to(self.device)
 
@@ -307,7 +313,7 @@ class Trainer:
                     raise UsageError(f"--split part: {fewest} training vertices on some "
                                      f"rank cannot fill {steps} minibatches; lower "
                                      "--batch-size or use --split global")
-        if self.store.cache_fraction > 0 and self.store.cache_policy == "frequency":
+        if self._cache_fraction() > 0 and self.store.cache_policy == "frequency":
             self._warm_cache()
 
         with self._fork_rng():
@@ -317,7 +323,16 @@ class Trainer:
                                   ds.num_classes, self.depth, opts.dropout)
             self._save_rng()
         self.model = model.to(self.device)
+        self._net = self.model  # the model as built or given (before any P3 wrapper)
         self._broadcast_model()
+        self._local_params = set()
+        if self.columns:
+            from sampling.p3 import P3Model
+            # The first layer's weights split by the store's columns (this
+            # rank's slice is its own: never all-reduced); the rest are
+            # model's own modules, trained data-parallel.
+            self.model = P3Model(self.model, self.store, self.comm)
+            self._local_params = {id(q) for q in self.model.local_parameters()}
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(self.params, lr=opts.lr,
                                           weight_decay=opts.weight_decay)
@@ -577,11 +592,15 @@ class Trainer:
             what = "fanouts" if o.sampler == "sage" else "layer sizes"
             sampler = f"sampler {o.sampler} ({what} {','.join(map(str, o.sizes))})"
         if self.given_model:
-            model = (f"model {type(self.model).__name__} (given; opts.hidden and dropout "
+            model = (f"model {type(self._net).__name__} (given; opts.hidden and dropout "
                      "not used)")
         else:
-            model = f"model {type(self.model).__name__} {self.depth} layers x {o.hidden}"
-        if self.store.cache_fraction > 0:
+            model = f"model {type(self._net).__name__} {self.depth} layers x {o.hidden}"
+        if self.columns:
+            lo, hi = self.store.columns
+            mode += (f", features columns (P3 push-pull first layer; columns {lo}:{hi} of "
+                     f"{self.store.num_features} on rank {self.rank})")
+        if self._cache_fraction() > 0:
             st = self.store.cache_stats()
             mode += (f", feature cache {self.store.cache_fraction:g} by {o.cache_policy} "
                      f"({st.cached_rows} rows, {st.memory_bytes / 1e6:.2f} MB per rank)")
@@ -649,7 +668,13 @@ class Trainer:
         return self._y_all[idx.to(self.device)]
 
     def _fetch_bulk(self, mbs, store=None):
-        """Features of every minibatch's input vertices, in one (collective) fetch."""
+        """Features of every minibatch's input vertices, in one (collective) fetch.
+
+        None with ``features='columns'``: nothing is fetched, the first
+        layer reads each rank's columns where they are.
+        """
+        if self.columns:
+            return None
         ins = [mb.input_nodes for mb in mbs]
         X = self._features(concatenate(ins), store)
         return list(X.split([int(a.size) for a in ins]))
@@ -670,8 +695,22 @@ class Trainer:
             yield
         self._model_checked = True
 
-    def _forward(self, x, mb):
-        out = self.model(x, mb)
+    def _step_inputs(self, mb):
+        """Every rank's minibatch of the step (this rank's own, the others' layer-1 inputs)."""
+        from sampling.p3 import share_inputs
+        step = share_inputs(mb, self.comm)
+        step[self.rank] = mb
+        return step
+
+    def _cache_fraction(self):
+        return 0.0 if self.columns else self.store.cache_fraction
+
+    def _cache_stats(self):
+        return None if self.columns else self.store.cache_stats()
+
+    def _forward(self, x, mb, step=None):
+        """The logits of ``mb`` (``x``: its features; ``step``: every rank's, columns)."""
+        out = self.model(step) if self.columns else self.model(x, mb)
         if not self._model_checked:
             self._check_logits(out, mb)
         return out
@@ -701,13 +740,23 @@ class Trainer:
         ``loss nan`` and exit 0.
         """
         torch = self.torch
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        # features='columns': this rank's first-layer slices hold gradients
+        # complete already (push-pull's backward sums every rank's
+        # minibatch); only their division by the step's seeds is shared.
+        local = [p for p in self.params if id(p) in self._local_params]
+        params = [p for p in self.params if id(p) not in self._local_params]
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        for p in local:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
         if self.size == 1:
             total, total_loss = float(n_seeds), float(loss)
             self._check_loss(total_loss, where)
             if total > 0:
-                for p, g in zip(self.params, grads):
+                for p, g in zip(params, grads):
                     p.grad = g / total
+                for p in local:
+                    p.grad /= total
             return total
         flat = torch.cat([g.reshape(-1) for g in grads] +
                          [torch.tensor([float(loss), float(n_seeds)], device=grads[0].device)])
@@ -718,10 +767,12 @@ class Trainer:
         if total > 0:
             res = torch.from_numpy(out[:-2] / total).to(self.device)
             off = 0
-            for p in self.params:
+            for p in params:
                 k = p.numel()
                 p.grad = res[off:off + k].view_as(p).to(p.dtype).clone()
                 off += k
+            for p in local:
+                p.grad /= total
         return total
 
     def _check_loss(self, total_loss, where):
@@ -773,7 +824,8 @@ class Trainer:
             from sampling.pipeline import prefetch_allowed
             bg = None
             if prefetch_allowed(self.comm, "Trainer"):
-                bg = (self.sampler.dup(), self.store.dup())
+                # A column store is only read, by the training loop: no twin.
+                bg = (self.sampler.dup(), self.store if self.columns else self.store.dup())
             self._bg = bg
         return bg
 
@@ -806,7 +858,7 @@ class Trainer:
         loss_sum = seeds = edges = wait = 0.0
         steps = 0
         started = time.perf_counter()
-        cache_before = self.store.cache_stats()
+        cache_before = self._cache_stats()
         with C.counting() as moved:
             batches, bulks = self._epoch_plan(epoch)
             # Both steer every collective of the epoch (how many bulks are
@@ -839,10 +891,18 @@ class Trainer:
                         t0 = time.perf_counter()
                         self.optimizer.zero_grad(set_to_none=True)
                         n, step_loss = 0, 0.0
+                        mb = mbs[j] if j < len(mbs) else None
+                        step = None
+                        if self.columns:
+                            # Every rank's layer-1 inputs, for the push-pull.
+                            step = self._step_inputs(mb)
+                            shared = time.perf_counter()
+                            t["fetch"] += shared - t0
+                            t0 = shared
                         with self._first_forward():
-                            if j < len(mbs):
-                                mb = mbs[j]
-                                logits = self._forward(xs[j], mb)
+                            if mb is not None:
+                                logits = self._forward(None if xs is None else xs[j], mb,
+                                                       step)
                                 loss = torch.nn.functional.cross_entropy(
                                     logits, self._labels(mb.seeds), reduction="sum")
                                 loss.backward()
@@ -850,6 +910,10 @@ class Trainer:
                                 loss_sum += step_loss
                                 n = mb.batch_size
                                 seeds += n
+                            elif self.columns:
+                                # No minibatch here this step, but the
+                                # push-pull and its backward are collective.
+                                self.model(step).sum().backward()
                         t1 = time.perf_counter()
                         self._allreduce_grads(n, step_loss,
                                               f"epoch {epoch + 1}, bulk {bi + 1}, step {j + 1}")
@@ -885,8 +949,10 @@ class Trainer:
                 if bar is not None:
                     bar.close()
             nbytes = sum(moved.values())
-        cache = self.store.cache_stats() - cache_before
-        hits, asked = (cache.hits, cache.requested) if self.store.cache_fraction > 0 else (0, 0)
+        hits = asked = 0
+        if self._cache_fraction() > 0:
+            cache = self._cache_stats() - cache_before
+            hits, asked = cache.hits, cache.requested
         tot = self._reduce([loss_sum, seeds, edges, nbytes, hits, asked])
         elapsed = time.perf_counter() - started
         tmax = self._reduce([t[k] for k in PHASES] + [wait, elapsed], "max")
@@ -929,8 +995,17 @@ class Trainer:
                     mbs = self._sample(batches, bulk, stream)
                     xs = self._fetch_bulk(mbs)
                     with self._first_forward():
-                        for mb, x in zip(mbs, xs):
-                            pred = self._forward(x, mb).argmax(dim=1)
+                        for j in range(self._steps(len(bulk)) if self.columns else len(mbs)):
+                            mb = mbs[j] if j < len(mbs) else None
+                            if self.columns:
+                                step = self._step_inputs(mb)
+                                if mb is None:
+                                    self.model(step)  # collective: the others' push-pull
+                                    continue
+                            else:
+                                step = None
+                            pred = self._forward(None if xs is None else xs[j], mb,
+                                                 step).argmax(dim=1)
                             correct += int((pred == self._labels(mb.seeds)).sum())
                             total += mb.batch_size
         finally:
@@ -947,7 +1022,7 @@ class Trainer:
         with self._working():
             epochs = self.opts.epochs if epochs is None else epochs
             start = len(self.history)
-            cache = self.store.cache_fraction > 0
+            cache = self._cache_fraction() > 0
             prefetch = self.opts.prefetch > 0
             if log and self.rank == 0:
                 log(header(cache=cache, prefetch=prefetch))
@@ -958,8 +1033,16 @@ class Trainer:
             return self.evaluate("test")
 
     def parameter_checksum(self):
-        """float64 sum of |parameters| and of their positions-weighted values."""
-        flat = self.torch.cat([p.detach().reshape(-1).double().cpu() for p in self.params])
+        """float64 sum of |parameters| and of their positions-weighted values.
+
+        Those of the whole model: with ``features='columns'`` the first
+        layer's slices are gathered first (collective then), so the
+        checksum compares with a ``features='rows'`` run's.
+        """
+        params = self.params
+        if self.columns:
+            params = [p for p in self.model.gather_model().parameters() if p.requires_grad]
+        flat = self.torch.cat([p.detach().reshape(-1).double().cpu() for p in params])
         w = self.torch.arange(flat.numel(), dtype=self.torch.float64) % 97 + 1
         return float(flat.abs().sum()), float((flat * w).sum())
 
