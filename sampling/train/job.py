@@ -23,6 +23,10 @@ from sampling.train.options import UsageError
 from sampling.train.report import plot_phases
 from sampling.train.trainer import Trainer
 
+# Seconds a rank other than 0 waits, on Ctrl-C, for rank 0 to report it and
+# end the job.
+_INTERRUPT_GRACE_S = 3.0
+
 
 def run(opts, comm=None, out=None):
     """Build a Trainer, train, print the table and ``test accuracy: <value>``.
@@ -178,9 +182,14 @@ def _train(opts, comm):
             run(opts, comm)
         return 0
     except KeyboardInterrupt:
-        if rank == 0:
-            sys.stderr.write("interrupted: training stopped (Ctrl-C)\n")
-            sys.stderr.flush()
+        if rank != 0:
+            # mpiexec passes Ctrl-C to every rank, and rank 0 speaks for the
+            # job; but rank 0 may never see it (blocked in a collective that
+            # this rank has left), so after a grace period this rank says it
+            # and ends the job itself.
+            time.sleep(_INTERRUPT_GRACE_S)
+        sys.stderr.write("interrupted: training stopped (Ctrl-C)\n")
+        sys.stderr.flush()
         if size > 1:
             comm.Abort(130)
         return 130

@@ -9,11 +9,34 @@ then ends the others).
 """
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # Every rank is its own pytest session; sharing the default numbered
+    # base temp directory lets one rank's retention cleanup delete or scan
+    # another's directories mid-run.  Give each process its own, and remove it
+    # at the end so repeated runs leave nothing behind.
+    if config.option.basetemp is None:
+        config.option.basetemp = os.path.join(tempfile.gettempdir(),
+                                              f"spla-mpi-pytest-{os.getpid()}")
+        config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_unconfigure(config):
+    path = config.stash.get(_OWN_BASETEMP, None)
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _abort(reason, details=""):
