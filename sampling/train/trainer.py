@@ -340,15 +340,19 @@ class Trainer:
     def _make_partition(self, A):
         """Collective: ``opts.partition`` of the graph into ``p / c`` parts.
 
-        Rank 0 partitions (METIS is deterministic for a seed, but one run
-        is cheaper than p) and broadcasts the part of every vertex; an
-        error there (pymetis missing) raises on every rank.
+        'block' and 'hash' are computed by every rank.  For 'metis', rank 0
+        partitions (METIS is deterministic for a seed, but one run is
+        cheaper than p) and broadcasts the part of every vertex; an error
+        there (pymetis missing) raises on every rank.
         """
         import spla
         from spla.partition import Partition
         parts = self.size // self.opts.replication
         if self.opts.partition == "block":
             return spla.partition.block(A, parts)
+        if self.opts.partition == "hash":
+            # Seeded and cheap: every rank computes the same placement itself.
+            return spla.partition.hashed(A, parts, seed=self.opts.seed)
         P = None
         with C.collective_checks(self.comm):
             if self.rank == 0:
@@ -853,7 +857,7 @@ class Trainer:
             return self._train_epoch(epoch)
 
     def _train_epoch(self, epoch):
-        torch, o = self.torch, self.opts
+        torch = self.torch
         t = dict.fromkeys(PHASES, 0.0)
         loss_sum = seeds = edges = wait = 0.0
         steps = 0

@@ -16,6 +16,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+import spla
 from spla import comm as C
 from spla.exceptions import InvalidValue, LayoutError
 
@@ -47,6 +48,11 @@ CASES = [
 def test_columns_train_as_rows_do(comm, cora, kw):
     rows, want = run(comm, cora, features="rows", **kw)
     cols, got = run(comm, cora, features="columns", **kw)
+    if kw.get("partition") == "hash":
+        assert rows.partition.method == cols.partition.method == "hash"
+        np.testing.assert_array_equal(
+            rows.partition.part,
+            spla.partition.hashed(cora.A, comm.size, seed=rows.opts.seed).part)
     np.testing.assert_allclose([s.loss for s in got], [s.loss for s in want], rtol=1e-5)
     assert [s.val_acc for s in got] == [s.val_acc for s in want]
     np.testing.assert_allclose(cols.parameter_checksum(), rows.parameter_checksum(),
