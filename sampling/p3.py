@@ -374,9 +374,21 @@ def _as_2d_numpy(t):
 
 
 def _matmul(x, w):
-    """``x @ w`` for a dense array or CSR ``x`` and a numpy ``w``: a dense numpy array."""
-    out = x @ w
-    return np.asarray(out.toarray() if hasattr(out, "toarray") else out)
+    """``x @ w`` for a dense array or CSR ``x`` and a numpy ``w``: a dense numpy array.
+
+    Dense products run in torch, not numpy: numpy's BLAS starts one thread
+    per core whatever ``torch.set_num_threads`` says, and under ``mpiexec``
+    the ranks' spinning BLAS threads oversubscribe the cores (measured: an
+    epoch 20x slower on 2 ranks of a 2-core machine).  Scipy's sparse
+    product is single-threaded.
+    """
+    if hasattr(x, "tocsr"):
+        out = x @ w
+        return np.asarray(out.toarray() if hasattr(out, "toarray") else out)
+    dtype = np.result_type(x.dtype, w.dtype)
+    # torch wraps read-only memory (a memory-mapped store) only with a warning.
+    x, w = (a.astype(dtype, copy=not a.flags.writeable) for a in (np.asarray(x), np.asarray(w)))
+    return (torch.from_numpy(x) @ torch.from_numpy(w)).numpy()
 
 
 class PushPull(_Function):
