@@ -1,4 +1,4 @@
-"""P3-style training (Gandhi and Iyer, OSDI 2021): features split by columns, push-pull first layer.
+"""P3-style training (Gandhi and Iyer, OSDI 2021): features by columns, push-pull first layer.
 
 When the input features are wide and the hidden layers narrow, moving the
 feature rows of a minibatch to the rank that trains it dominates a step.
