@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from machine import run_or_report  # noqa: E402  (benchmarks/ is the script's own dir)
 
 
 def run(args):
@@ -150,15 +151,7 @@ def main(argv=None):
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", default="bns.json")
-    p.add_argument("--report", metavar="JSON", help="render a run's JSON (no MPI)")
-    p.add_argument("--out", help="with --report: write the markdown table here")
-    p.add_argument("--png", help="with --report: write the plot here")
-    args = p.parse_args(argv)
-    if args.report:
-        report(args)
-    else:
-        run(args)
+    run_or_report(p, argv, run, report, "bns.json")
 
 
 if __name__ == "__main__":

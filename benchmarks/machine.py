@@ -89,6 +89,22 @@ def write_results(path, md):
         f.write(md + keep)
 
 
+def run_or_report(parser, argv, run, report, json_default):
+    """Finish an MPI benchmark's command line and run it or render a past run.
+
+    Adds the options every MPI benchmark shares (``--json`` where a run
+    writes its figures, ``--report JSON`` with ``--out``/``--png`` to render
+    them without MPI), parses ``argv`` and calls ``report(args)`` or
+    ``run(args)``.
+    """
+    parser.add_argument("--json", default=json_default)
+    parser.add_argument("--report", metavar="JSON", help="render a run's JSON (no MPI)")
+    parser.add_argument("--out", help="with --report: write the markdown table here")
+    parser.add_argument("--png", help="with --report: write the plot here")
+    args = parser.parse_args(argv)
+    (report if args.report else run)(args)
+
+
 def run_on_world(script, run):
     """Run ``run(comm)`` on COMM_WORLD, every rank ending the job if one fails.
 
