@@ -64,7 +64,7 @@ def test_cuda_kernels_under_simulator():
     # loading the kernels is most of a child's time.
     files = [os.path.abspath(__file__)] + [os.path.join(ROOT, "tests", f) for f in SIM_FILES]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-o", "addopts=",
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "0",
          *files, "-k", "sim"],
         env=env, cwd=ROOT, capture_output=True, text=True,
         timeout=CHILD_TIMEOUT_S)
