@@ -88,9 +88,22 @@ class ParallelKernel:
         self.__doc__ = fn.__doc__
 
     def __call__(self, *args):
-        if self.work(*args) < self.threshold:
-            return self.serial(*args)
-        return self.parallel(*args)
+        kernel = self.serial if self.work(*args) < self.threshold else self.parallel
+        try:
+            return kernel(*args)
+        except SystemError as exc:
+            # Ctrl-C while a kernel runs: the compiled code calls back into
+            # Python (numba unpickles constants lazily), the signal's
+            # KeyboardInterrupt is raised there and left pending, and CPython
+            # reports each level's "returned a result with an exception set"
+            # as a SystemError caused by the one below.  The user asked for
+            # an interrupt, not a bug report.
+            root = exc
+            while isinstance(root, SystemError) and root.__cause__ is not None:
+                root = root.__cause__
+            if isinstance(root, KeyboardInterrupt):
+                raise root from None
+            raise
 
     def __repr__(self):
         return f"<ParallelKernel {self.__module__}.{self.__qualname__}>"

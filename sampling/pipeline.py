@@ -163,11 +163,21 @@ class Prefetcher:
         self._thread = threading.Thread(target=_produce,
                                         args=(make, self._count, state, _numba_threads()),
                                         name=name, daemon=True)
-        self._thread.start()
         # The finalizer holds the state and the thread, never the prefetcher:
         # dropping the prefetcher (a break, an exception) collects it and
-        # stops the thread.
+        # stops the thread.  It exists before the thread does, so nothing
+        # can start a thread that no one stops.
         self._finalizer = weakref.finalize(self, _stop, state, self._thread)
+        try:
+            self._thread.start()
+        except BaseException:
+            # Ctrl-C inside start(), which waits for the new thread to run:
+            # the thread may exist already.  Told to stop before its first
+            # item, it ends without producing anything; a daemon left
+            # producing at interpreter exit can abort the process.
+            self._finalizer.detach()
+            _stop(state, self._thread, join=False)
+            raise
 
     def get(self):
         """The next item as a ``Produced``; ``make``'s exception, raised as is.

@@ -415,3 +415,46 @@ def test_numeric_spgemm_of_a_large_structural_product_runs_in_parallel():
     A = random_csr(2000, 2000, 16, seed=1).structure()
     args = (A.indptr, A.indices, np.zeros(0), False, A.indptr, A.indices)
     assert spgemm._numeric.work(*args) >= SERIAL_WORK
+
+
+def _pending_interrupt_reported(levels):
+    """What CPython raises when compiled code returns with a KeyboardInterrupt
+    pending ``levels`` calls deep: SystemErrors, each caused by the one below."""
+    def call(*args):
+        exc = KeyboardInterrupt()
+        for _ in range(levels):
+            try:
+                raise exc
+            except BaseException as inner:
+                try:
+                    raise SystemError("returned a result with an exception set") from inner
+                except SystemError as outer:
+                    exc = outer
+        raise exc
+    return call
+
+
+@pytest.mark.parametrize("levels", [1, 3])
+@pytest.mark.parametrize("twin", ["serial", "parallel"])
+def test_ctrl_c_in_a_kernel_is_a_keyboard_interrupt(monkeypatch, twin, levels):
+    # Seen under load: Ctrl-C while numba's code called back into Python
+    # surfaced as "SystemError: CPUDispatcher(...) returned a result with an
+    # exception set" instead of stopping the caller's loop.
+    from kernels.parallel import ParallelKernel
+
+    def add_one(a):
+        for i in range(a.size):
+            a[i] += 1
+
+    kernel = ParallelKernel(add_one, lambda a: 0 if twin == "serial" else 1 << 30, cache=False)
+    monkeypatch.setattr(kernel, twin, _pending_interrupt_reported(levels))
+    with pytest.raises(KeyboardInterrupt) as info:
+        kernel(np.zeros(3))
+    assert info.value.__suppress_context__
+
+    def failing(*args):
+        raise SystemError("a genuine bug")
+
+    monkeypatch.setattr(kernel, twin, failing)
+    with pytest.raises(SystemError, match="genuine bug"):
+        kernel(np.zeros(3))

@@ -139,6 +139,28 @@ def test_keyboard_interrupt_in_the_background_is_handed_over():
     assert not live()
 
 
+def test_ctrl_c_while_the_thread_starts_leaves_no_thread(monkeypatch):
+    """Thread.start() waits for the new thread; Ctrl-C there leaves a started thread
+    that nobody holds.  It must end instead of producing into a queue no one reads
+    (a daemon still producing at interpreter exit can abort the process)."""
+    made = []
+    original = threading.Thread.start
+
+    def start_then_interrupt(self):
+        original(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        Prefetcher(made.append, 100, 1, name=NAME)
+    monkeypatch.undo()
+    deadline = time.monotonic() + 10
+    while live() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not live(), threading.enumerate()
+    assert len(made) <= 1, made
+
+
 @pytest.mark.parametrize("how", ["stop", "stop_twice", "del", "midway"])
 def test_no_leaked_thread(how):
     gate = threading.Event()

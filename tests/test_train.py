@@ -214,8 +214,34 @@ def test_console_script_target_is_the_main_job():
     target = cfg["options.entry_points"]["console_scripts"].split("spla-train =")[1].split()[0]
     module, func = target.split(":")
     import importlib
-    import sampling.train
-    assert getattr(importlib.import_module(module), func) is sampling.train.main
+
+    from sampling.train import job
+    assert getattr(importlib.import_module(module), func) is job.console_main
+    with open(os.path.join(ROOT, "sampling", "train", "__main__.py")) as f:
+        assert "console_main()" in f.read()
+
+
+@pytest.mark.parametrize("status", [0, 2, 130])
+def test_console_main_exits_with_mains_status(monkeypatch, status):
+    """The console script ends the process with main's status; after Ctrl-C without
+    the interpreter's finalisation (native thread pools left mid-work by the
+    interrupt can abort it there)."""
+    from sampling.train import job
+    seen = []
+    monkeypatch.setattr(job, "main", lambda argv=None: seen.append(argv) or status)
+
+    class Exited(Exception):
+        pass
+
+    def fake_exit(code):
+        raise Exited(code)
+
+    monkeypatch.setattr(job.os, "_exit", fake_exit)
+    expected = (Exited, SystemExit)[status != 130]
+    with pytest.raises(expected) as info:
+        job.console_main(["--epochs", "1"])
+    assert seen == [["--epochs", "1"]]
+    assert (info.value.args[0] if status == 130 else info.value.code) == status
 
 
 # -- --prefetch: the same training, sampled ahead in a background thread ------------------
@@ -382,3 +408,30 @@ def test_error_on_every_rank_with_prefetch_ends_cleanly(tmp_path):
     assert out.count("FloatingPointError: Trainer.train_epoch: the training loss must be "
                      "finite") == 1, out[-3000:]
     assert "Segmentation fault" not in out and "signal 11" not in out, out[-3000:]
+
+
+def test_a_pending_interrupt_reported_as_system_error_is_ctrl_c(monkeypatch, capsys):
+    """numba jitted code that calls back into Python while Ctrl-C arrives returns
+    "with an exception set": the job ends with 130 and one line, no traceback."""
+    from sampling.train import job
+
+    def interrupted_run(opts, comm):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            try:
+                raise SystemError("<function _numba_unpickle> returned a result with an "
+                                  "exception set") from exc
+            except SystemError as inner:
+                raise SystemError("CPUDispatcher(<function f>) returned a result with an "
+                                  "exception set") from inner
+
+    def broken_run(opts, comm):
+        raise SystemError("a genuine bug")
+
+    monkeypatch.setattr(job, "run", interrupted_run)
+    assert job._train(None, None) == 130
+    assert capsys.readouterr().err == "interrupted: training stopped (Ctrl-C)\n"
+    monkeypatch.setattr(job, "run", broken_run)
+    with pytest.raises(SystemError, match="genuine bug"):
+        job._train(None, None)

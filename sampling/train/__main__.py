@@ -1,8 +1,6 @@
 """``python -m sampling.train``: the main job (see ``sampling.train``)."""
 
-import sys
-
-from sampling.train import main
+from sampling.train.job import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

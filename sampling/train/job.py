@@ -11,6 +11,7 @@ failed``) and ends every rank with status 1.
 """
 
 import contextlib
+import os
 import sys
 import time
 
@@ -116,6 +117,35 @@ def main(argv=None):
         return _train(opts, comm)
 
 
+def console_main(argv=None):
+    """``python -m sampling.train`` and ``spla-train``: run ``main`` and end the process.
+
+    Exits with ``main``'s status.  After Ctrl-C (status 130) the process
+    ends at once, once its output is flushed, without the interpreter's
+    finalisation: native thread pools (torch's, OpenMP's) that the
+    interrupt left mid-work can abort the process there ("terminate called
+    without an active exception"), which a user would read as a crash.  In
+    a notebook, call ``main`` instead: it returns the status and never ends
+    the process.
+
+    Examples
+    --------
+    >>> console_main(["--epochs", "0"])  # doctest: +SKIP
+    error: argument --epochs: expected a positive integer, got '0' (see python -m sampling.train --help)
+    """
+    status = main(argv)
+    if status == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        mpi = sys.modules.get("mpi4py.MPI")
+        # Under mpiexec -n 1 the launcher expects MPI_Finalize; with more
+        # ranks the job has been aborted already.
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+            mpi.Finalize()
+        os._exit(130)
+    sys.exit(status)
+
+
 @contextlib.contextmanager
 def _abort_if_prefetch_stuck(comm):
     """End every rank when an error leaves this rank's prefetch thread in a collective.
@@ -130,7 +160,7 @@ def _abort_if_prefetch_stuck(comm):
     try:
         yield
     except BaseException as exc:  # noqa: BLE001 - inspected, then re-raised or aborted
-        if (comm is None or comm.Get_size() == 1 or isinstance(exc, KeyboardInterrupt)
+        if (comm is None or comm.Get_size() == 1 or _is_interrupt(exc)
                 or not getattr(exc, "prefetch_stuck", False)):
             raise
         import traceback
@@ -181,7 +211,9 @@ def _train(opts, comm):
         with _abort_if_prefetch_stuck(comm):
             run(opts, comm)
         return 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not _is_interrupt(exc):
+            raise
         if rank != 0:
             # mpiexec passes Ctrl-C to every rank, and rank 0 speaks for the
             # job; but rank 0 may never see it (blocked in a collective that
@@ -199,6 +231,15 @@ def _train(opts, comm):
             # collective, so abort_on_error must end the job.
             raise
         return _usage_error(exc, rank == 0)
+
+
+def _is_interrupt(exc):
+    """Whether ``exc`` is Ctrl-C: a KeyboardInterrupt, or the SystemError that
+    CPython makes of one left pending by compiled code calling back into Python
+    (numba's jitted functions outside ``kernels.parallel`` do so)."""
+    while isinstance(exc, SystemError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return isinstance(exc, KeyboardInterrupt)
 
 
 def _usage_error(exc, speak):

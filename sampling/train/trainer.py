@@ -870,8 +870,11 @@ class Trainer:
             C.check_same(self.comm, "Trainer.train_epoch",
                          "(number of minibatches, bulk size)", [len(batches), self.bulk_size])
             bar = self._progress_bar(sum(self._steps(len(b)) for b in bulks), epoch)
-            ahead = self._prefetcher(batches, bulks, epoch)
+            ahead = None
             try:
+                # Inside the try: Ctrl-C right after the thread starts must
+                # still stop it (the finally below).
+                ahead = self._prefetcher(batches, bulks, epoch)
                 self.model.train()
                 for bi, bulk in enumerate(bulks):
                     if ahead is None:
