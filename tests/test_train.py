@@ -236,12 +236,30 @@ def test_console_main_exits_with_mains_status(monkeypatch, status):
     def fake_exit(code):
         raise Exited(code)
 
+    class FakeMPI:
+        # Stands in for mpi4py.MPI: finalising the real one would end MPI for
+        # every later test in this process.
+        finalized = 0
+
+        def Is_initialized(self):
+            return True
+
+        def Is_finalized(self):
+            return False
+
+        def Finalize(self):
+            self.finalized += 1
+
+    mpi = FakeMPI()
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", mpi)
     monkeypatch.setattr(job.os, "_exit", fake_exit)
     expected = (Exited, SystemExit)[status != 130]
     with pytest.raises(expected) as info:
         job.console_main(["--epochs", "1"])
     assert seen == [["--epochs", "1"]]
     assert (info.value.args[0] if status == 130 else info.value.code) == status
+    # Under mpiexec -n 1 the launcher expects MPI_Finalize before the exit.
+    assert mpi.finalized == (status == 130)
 
 
 # -- --prefetch: the same training, sampled ahead in a background thread ------------------
