@@ -758,7 +758,7 @@ def test_sim_skewed_rows_use_the_linear_scan():
     key = row_key(SEED, STREAM, np.int64(SKEWED_ROW))
     k = 5
     picks = {search_prefix(prefix, 0, hi - lo, uniform01(key, t) * prefix[-1])
-             for t in range(rejection_budget(k))}
+             for t in range(rejection_budget(k, hi - lo))}
     assert len(picks) < k
 
 

@@ -66,7 +66,7 @@ def reference_row(w, cnt, key, replace):
             picks.add(t if r in picks else r)
         return sorted(picks), False
     picks, n = set(), 0
-    while len(picks) < cnt and n < 4 * cnt + 16:
+    while len(picks) < cnt and n < 4 * cnt + 16 + d // 16:
         picks.add(search(u(n) * total))
         n += 1
     fallback = len(picks) < cnt
@@ -218,3 +218,24 @@ def test_rows_of_a_bulk_sample_as_alone(replace):
     for i, r in enumerate(rows):
         alone, _, _, _ = _both_paths(r, 120, int(rid[i]), replace)
         assert (out[out_ptr[i]:out_ptr[i + 1]] - ptr[i]).tolist() == alone.tolist()
+
+
+def test_rows_dominated_by_a_few_hundred_hubs_finish_by_rejection():
+    """LADIES' second layer: its sampled hubs hold most of a long row's mass.
+    The budget's row-length term lets rejection draws make every pick (no
+    pass over the row per pick); under a budget of 4 cnt + 16 draws alone
+    this row needs the second phase.  CPU, device path and reference agree."""
+    rng = np.random.default_rng(3)
+    d, k = 40000, 512
+    w = rng.random(d) * 1e-3
+    # 200 hubs with 89 % of the mass: 3183 draws make the 512 picks.
+    w[rng.choice(d, 200, replace=False)] = 0.4 + rng.random(200) * 0.8
+    cpu, dev, key, cnt = _both_paths(w, k, 5, False)
+    want, fallback = reference_row(w, cnt, key, False)
+    assert not fallback
+    assert cpu.tolist() == want and dev.tolist() == want
+    # The same draws, stopped at 4 cnt + 16: short of k distinct picks.
+    prefix = np.cumsum(w)
+    old = {int(np.searchsorted(prefix, float(uniform01(key, t)) * prefix[-1], side="right"))
+           for t in range(4 * k + 16)}
+    assert len(old) < k
