@@ -269,6 +269,19 @@ def set_add(keys, bits, key):
     return True
 
 
+@numba.njit(cache=True, nogil=True)
+def zero_bitmap(n):
+    """A zeroed bitmap of ``n`` bits (uint64 words): bit ``j`` is word ``j >> 6``,
+    bit ``j & 63``.
+
+    A function of its own, never inlined: numba's parfor pass hoists an
+    allocation whose size does not change across a ``prange`` loop out of the
+    loop, out of any branch too, so an allocation written in a branch that a
+    product over 2**40 columns never takes would still be made (and fail).
+    """
+    return np.zeros((np.int64(n) >> 6) + 1, np.uint64)
+
+
 @numba.njit(cache=True, inline="always")
 def clear_table(table, bits):
     """Free the first ``2**bits`` slots of ``table``."""

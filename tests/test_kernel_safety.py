@@ -226,6 +226,30 @@ def test_huge_column_space_mxm():
     assert C.shape == (4, HUGE) and _entries(C) == want
 
 
+def test_huge_column_space_spgemm_twins():
+    """Both compiled twins of each SpGEMM pass over 2**40 columns.  numba's
+    parfor pass hoists an allocation of loop-invariant size out of a prange
+    body, out of an untaken branch too: a bitmap over the columns written
+    inline there made the parallel twin fail its allocation, which numba
+    then reported as a SystemError or, worse, as an all-zero row count."""
+    from kernels.cpu import spgemm as S
+    from kernels.semiring_ops import ADD_PLUS, MUL_TIMES
+    B, _, _, _ = _huge()
+    a_ptr, a_idx = np.array([0, 2, 3, 3, 4]), np.array([0, 2, 2, 0])
+    a_val = np.array([2.0, 3.0, 1.0, -1.0])
+    one = np.ones(1)
+    want_ptr = [0, 3, 4, 4, 6]
+    for twin in ("serial", "parallel"):
+        ptr = getattr(S._symbolic, twin)(a_ptr, a_idx, B.indptr, B.indices, HUGE, 2)
+        assert ptr.tolist() == want_ptr, twin
+        idx, val = getattr(S._numeric, twin)(a_ptr, a_idx, a_val, True, B.indptr, B.indices,
+                                             B.values, True, HUGE, ptr, ADD_PLUS, MUL_TIMES,
+                                             one, np.empty(0, np.int64), 2)
+        # Rows: 2 B[0] + 3 B[2], B[2], (empty), -B[0]; columns ascending.
+        assert idx.tolist() == [3, 2 ** 33 + 7, HUGE - 1, 2 ** 33 + 7, 3, HUGE - 1], twin
+        assert val.tolist() == [4.0, -3.0, 3.0, -1.0, -2.0, -1.5], twin
+
+
 # --------------------------------------------------------------------------
 # Both sides of every switch give the same output
 
