@@ -346,6 +346,27 @@ def test_an_interrupt_dropped_by_a_finalizer_is_raised_again():
     assert sys.unraisablehook is before
 
 
+def test_after_ctrl_c_finalizer_errors_are_not_reported(monkeypatch):
+    """Once the job is interrupted, a finalizer's error is the interrupt's echo (one
+    that Ctrl-C cut short fails when it runs again), not a traceback to print."""
+    from sampling.train.job import _interrupts_not_lost
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+
+    class Broken:
+        def __del__(self):
+            raise AttributeError("'ValueRef' object has no attribute '_as_parameter_'")
+
+    with _interrupts_not_lost() as state:
+        Broken()
+        assert len(reported) == 1                   # before Ctrl-C: reported as usual
+        state.interrupted = True
+        Broken()
+        assert len(reported) == 1
+    Broken()
+    assert len(reported) == 2                       # the hook is gone with the block
+
+
 @pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=[pytest.mark.mpi, needs_mpiexec])])
 def test_ctrl_c_with_prefetch_running(nproc):
     """SIGINT while the background thread samples: status 130 within seconds, one

@@ -113,8 +113,8 @@ def main(argv=None):
         return _usage_error(exc, launcher_rank() == 0)
     guard = (contextlib.nullcontext() if comm is None
              else C.abort_on_error(comm, prefix="sampling.train: "))
-    with guard, _interrupts_not_lost():
-        return _train(opts, comm)
+    with guard, _interrupts_not_lost() as interrupts:
+        return _train(opts, comm, interrupts)
 
 
 def console_main(argv=None):
@@ -185,26 +185,34 @@ def _interrupts_not_lost():
     so that it is raised after the finalizer and this hook have returned
     (called from the main thread itself it would be raised inside the
     hook, and dropped again); other unraisable errors are reported as
-    before.
+    before, until the job is interrupted (``interrupted`` of the yielded
+    state, set by the hook or by ``_train``): from then on they are the
+    interrupt's echoes, not news.  A finalizer that Ctrl-C cut short can
+    fail when it runs again (llvmlite's ``ObjectRef.__del__``: "no attribute
+    '_as_parameter_'"), and its traceback would follow the one-line message.
     """
     import _thread
     import threading
+    import types
     previous = sys.unraisablehook
+    state = types.SimpleNamespace(interrupted=False)
 
     def hook(unraisable):
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            state.interrupted = True
             threading.Timer(0.01, _thread.interrupt_main).start()
             return
-        previous(unraisable)
+        if not state.interrupted:
+            previous(unraisable)
 
     sys.unraisablehook = hook
     try:
-        yield
+        yield state
     finally:
         sys.unraisablehook = previous
 
 
-def _train(opts, comm):
+def _train(opts, comm, interrupts=None):
     rank = 0 if comm is None else comm.Get_rank()
     size = 1 if comm is None else comm.Get_size()
     try:
@@ -214,6 +222,8 @@ def _train(opts, comm):
     except (KeyboardInterrupt, SystemError) as exc:
         if not _is_interrupt(exc):
             raise
+        if interrupts is not None:
+            interrupts.interrupted = True
         if rank != 0:
             # mpiexec passes Ctrl-C to every rank, and rank 0 speaks for the
             # job; but rank 0 may never see it (blocked in a collective that
