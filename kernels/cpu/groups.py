@@ -222,11 +222,11 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
 
 
 @numba.njit(cache=True, inline="always")
-def _order_row(keys, vals, lo, hi, base, m, slot):
-    """Sort the kept entries ``keys[lo:hi]`` (distinct, in ``[base, base+m)``).
+def _order_row(keys, vals, lo, hi, m, slot):
+    """Sort the kept entries ``keys[lo:hi]``: distinct local column ids in ``[0, m)``.
 
-    A row keeping many of its group's ``m`` columns is placed by its local
-    ids through ``slot`` and read back in order, O(kept + m) with no
+    A row keeping many of its group's ``m`` columns is placed by its ids
+    through ``slot`` and read back in order, O(kept + m) with no
     allocation; a row keeping few is sorted (``sort_pairs``).
     """
     kept = hi - lo
@@ -234,12 +234,12 @@ def _order_row(keys, vals, lo, hi, base, m, slot):
         sort_pairs(keys, vals, lo, hi)
         return
     for t in range(lo, hi):
-        slot[keys[t] - base] = vals[t]
+        slot[keys[t]] = vals[t]
     f = lo
     for q in range(m):
         v = slot[q]
         if v >= 0:
-            keys[f] = base + q
+            keys[f] = q
             vals[f] = v
             slot[q] = -1
             f += 1
@@ -398,7 +398,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                             tmp_src[f] = e
                             f += 1
                 cnt[i + 1] = f - ub[i]
-                _order_row(tmp_idx, tmp_src, ub[i], f, 0, col_ptr[g + 1] - col_ptr[g], slot)
+                _order_row(tmp_idx, tmp_src, ub[i], f, col_ptr[g + 1] - col_ptr[g], slot)
     for i in range(nr):
         cnt[i + 1] += cnt[i]
     out_idx = np.empty(cnt[nr], np.int64)

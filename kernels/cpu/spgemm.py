@@ -15,8 +15,8 @@ touch of a column is tested once per product, and a bitmap (ncols / 8
 bytes) stays in cache where a marker (4 or 8 bytes a column) does not.  A
 row's bits are cleared after it, by the words it touched, or all at once
 when it touched many.  Measured on one LADIES probability row at R-MAT scale
-20 (7.5e5 products over 2**20 columns): 18.5 ms for both passes with an
-int64 marker, 13.4 with an int32 one, 8.5 with the bitmap; A @ A at scale 15
+20 (7.5e5 products over 2**20 columns): 16.7-18.5 ms for both passes with
+an int64 marker, 13.4 with an int32 one, 8.9 with the bitmap; A @ A at scale 15
 went from 1.27 s to 1.18 s (int32 marker to bitmap).
 
 ``spgemm_gather`` is the fast path for a left operand with at most one entry
