@@ -168,18 +168,35 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     """
     n = q_indptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
+    # The row bounds are read here, where the loop body is short enough for
+    # the reads of many rows to be in flight at once, and kept: read again
+    # in the sampling loop, each would be a cache miss waiting on the
+    # previous row's draws.
+    row_lo = np.empty(n, np.int64)
+    row_hi = np.empty(n, np.int64)
     for i in prange(n):
         out_ptr[i + 1] = gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr,
                                           a_has_values, a_positives, k_scalar, k_arr,
                                           replace)
+        if out_ptr[i + 1]:
+            r = q_indices[q_indptr[i]]
+            row_lo[i] = a_indptr[r]
+            row_hi[i] = a_indptr[r + 1]
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
     for i in prange(n):
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
             key = row_key(seed, stream, _rid_of(row_ids, i))
-            lo, hi, p, m = gather_row_of(i, q_indptr, q_indices, a_indptr,
-                                         a_has_values, a_positives, a_modes)
+            lo = row_lo[i]
+            hi = row_hi[i]
+            if a_has_values:
+                r = q_indices[q_indptr[i]]
+                p = a_positives[r]
+                m = a_modes[r]
+            else:
+                p = hi - lo
+                m = UNIFORM
             sample_one_row_cpu(out, out_ptr[i], cnt, lo, hi, a_values, a_has_values,
                                a_prefix, m, p, key, replace)
     return out_ptr, out
