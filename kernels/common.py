@@ -135,8 +135,9 @@ def _sift_down(a, lo, root, end):
 def sort_range(a, lo, hi):
     """Sort ``a[lo:hi]`` in place without allocating (device-safe).
 
-    Insertion sort up to 32 entries (the common short rows of picks), heap
-    sort beyond, so a row of hundreds of picks never costs quadratic time.
+    A sorting network up to 12 entries (the common short rows of picks),
+    insertion sort up to 32, heap sort beyond, so a row of hundreds of
+    picks never costs quadratic time.
 
     Examples
     --------
@@ -147,6 +148,17 @@ def sort_range(a, lo, hi):
     [9, 1, 3, 5, 8, 0]
     """
     n = hi - lo
+    if n <= 12:
+        # Odd-even transposition: compare-exchanges by min/max, no branch
+        # for random keys to mispredict (insertion sort's comparisons are
+        # such branches); n rounds of n/2, so only for short ranges.
+        for rnd in range(n):
+            for q in range(lo + (rnd & 1), hi - 1, 2):
+                x = a[q]
+                y = a[q + 1]
+                a[q] = min(x, y)
+                a[q + 1] = max(x, y)
+        return
     if n <= 32:
         insertion_sort(a, lo, hi)
         return

@@ -193,6 +193,20 @@ def test_sort_range_sorts_the_slice_only(xs, cut):
     assert a.tolist() == want.tolist()
 
 
+def test_sort_range_every_short_length():
+    # Each length of the three methods (network, insertion, heap) and their
+    # borders, with repeats, in int64 and int32 arrays.
+    rng = np.random.default_rng(5)
+    for n in range(0, 41):
+        for dt in (np.int64, np.int32):
+            for _ in range(20):
+                a = rng.integers(-3, 4 if _ % 2 else 10 ** 9, n + 4).astype(dt)
+                want = a.copy()
+                want[2:n + 2] = np.sort(want[2:n + 2])
+                sort_range(a, 2, n + 2)
+                assert a.tolist() == want.tolist(), (n, dt)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 2 ** 62), max_size=300))
 def test_set_add_is_a_set(keys):
