@@ -205,7 +205,8 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
     K = backend.kernels_for(A.device)
     try:
         out_idx, perm, kept, kept_ptr, first_dup = K.groups.compact_groups(
-            A.indptr, A.indices, row_ptr, first, first_ptr, A.ncols)
+            A.indptr, A.indices, row_ptr, first, first_ptr, A.ncols,
+            with_perm=A.values is not None)
     except KernelLimitError as e:
         fail(InvalidValue, func, e.arg, e.expected, e.got)
     if first_dup >= 0:

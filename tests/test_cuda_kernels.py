@@ -545,10 +545,12 @@ def check_groups(C, G, dev):
         first_ptr = np.concatenate([[0], np.cumsum([f.size for f in firsts])]).astype(np.int64)
         for fi, fp in ((first, first_ptr), (np.zeros(0, np.int64),
                                             np.zeros(n_groups + 1, np.int64))):
-            want = C.groups.compact_groups(ptr, idx, row_ptr, fi, fp, ncols)
-            got = G.groups.compact_groups(dev(ptr), dev(idx), dev(row_ptr), dev(fi),
-                                          dev(fp), ncols)
-            assert_same(got, want, f"compact_groups {what} first={fi.size}")
+            for with_perm in (True, False):
+                want = C.groups.compact_groups(ptr, idx, row_ptr, fi, fp, ncols, with_perm)
+                got = G.groups.compact_groups(dev(ptr), dev(idx), dev(row_ptr), dev(fi),
+                                              dev(fp), ncols, with_perm)
+                assert_same(got, want,
+                            f"compact_groups {what} first={fi.size} with_perm={with_perm}")
         # extract_groups: rows (may repeat) and distinct columns per group.
         rows = rs.randint(0, max(nrows, 1), 2 * nrows if nrows else 0).astype(np.int64)
         rptr = _group_ptr(rs, rows.size, n_groups)

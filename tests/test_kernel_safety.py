@@ -342,14 +342,17 @@ def test_serial_and_parallel_twins_agree():
     first_ptr = np.array([0, 30, 60, 90, 120], np.int64)
     # ncols = 5000: groups large next to the column space (tag arrays);
     # ncols = 2**40 (the same ids): hash tables.  All four must agree.
-    dense = (ptr, idx, row_ptr, first, first_ptr, np.int64(5000), numba.get_num_threads())
-    hashed = dense[:5] + (np.int64(2 ** 40), numba.get_num_threads())
     largest = max(int(ptr[row_ptr[g + 1]] - ptr[row_ptr[g]]) + 30 for g in range(4))
     assert largest * K.DENSE_FACTOR >= 5000      # the tag-array mode is the one tested
-    want = K._compact.serial(*dense)
-    _assert_same(want, K._compact.parallel(*dense), "compact, tag arrays")
-    _assert_same(want, K._compact.serial(*hashed), "compact, hash tables")
-    _assert_same(want, K._compact.parallel(*hashed), "compact, hash tables, parallel")
+    for with_perm in (True, False):
+        opts = (with_perm, np.empty(0, np.int32))
+        dense = (ptr, idx, row_ptr, first, first_ptr, np.int64(5000),
+                 numba.get_num_threads()) + opts
+        hashed = dense[:5] + (np.int64(2 ** 40), numba.get_num_threads()) + opts
+        want = K._compact.serial(*dense)
+        _assert_same(want, K._compact.parallel(*dense), "compact, tag arrays")
+        _assert_same(want, K._compact.serial(*hashed), "compact, hash tables")
+        _assert_same(want, K._compact.parallel(*hashed), "compact, hash tables, parallel")
     cols = np.concatenate([rng.choice(ids, 100, replace=False) for _ in range(4)])
     col_ptr = np.array([0, 100, 200, 300, 400], np.int64)
     rows = rng.integers(0, 200, 100)
@@ -385,6 +388,12 @@ def test_compact_groups_order_is_first_appearance():
     assert kept.tolist() == [int(v) for v in want_kept]
     # Every entry maps back to its own column.
     assert np.array_equal(kept[out_idx], idx[perm])
+    # Without perm (a structural input): the same columns, in the narrow type.
+    got = K.compact_groups(ptr, idx, row_ptr, first, first_ptr, 2 ** 36, with_perm=False)
+    assert got[0].dtype == np.int32 and got[1].size == 0
+    assert np.array_equal(got[0], out_idx) and np.array_equal(got[2], kept)
+    for r in range(60):
+        assert np.all(np.diff(got[0][ptr[r]:ptr[r + 1]]) > 0)
 
 
 # --------------------------------------------------------------------------

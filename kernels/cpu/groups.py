@@ -29,11 +29,11 @@ import numpy as np
 from numba import prange
 
 from kernels.common import EMPTY_KEY as _EMPTY
-from kernels.common import KernelLimitError
+from kernels.common import KernelLimitError, index_dtype
 from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
-from kernels.common import sort_pairs, zero_bitmap
+from kernels.common import sort_pairs, sort_range, zero_bitmap
 from kernels.parallel import parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
@@ -86,17 +86,18 @@ def _scratch(work, most, ncols):
     return dense, tags, table, np.full(most, -1, np.int64)
 
 
-def _compact_work(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
+def _compact_work(ptr, idx, row_ptr, first, first_ptr, ncols, parts, *rest):
     return int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size)
 
 
 @parallel_kernel(_compact_work)
-def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
+def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_type):
     G = row_ptr.size - 1
     nnz_base = ptr[row_ptr[0]]
     f_base = first_ptr[0]
     tmp = np.empty((first_ptr[G] - f_base) + (ptr[row_ptr[G]] - nnz_base), np.int64)
-    local = np.empty(ptr[row_ptr[G]] - nnz_base, np.int64)
+    # Local ids are below GROUP_LIMIT: 32 bits halve this pass's traffic.
+    local = np.empty(ptr[row_ptr[G]] - nnz_base, np.uint32)
     cnt = np.zeros(G + 1, np.int64)
     dup = np.full(G, -1, np.int64)
     bounds = _group_bounds(G, parts)
@@ -139,13 +140,16 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
             for e in range(ptr[row_ptr[g]], ptr[row_ptr[g + 1]]):
                 v = idx[e]
                 if dense:
+                    # Selects, not a branch: whether a column is new is a
+                    # coin toss the branch predictor loses, and each miss
+                    # would also cancel the tag reads in flight behind it.
                     tg = tags[v]
-                    if (tg >> 32) != gid:
-                        tg = (gid << 32) | n
-                        tags[v] = tg
-                        tmp[off + n] = v
-                        n += 1
-                    local[e - nnz_base] = tg & 0xFFFFFFFF
+                    new = (tg >> 32) != gid
+                    tg = ((gid << 32) | n) if new else tg
+                    tags[v] = tg
+                    tmp[off + n] = v
+                    n += np.int64(new)
+                    local[e - nnz_base] = np.uint32(tg & 0xFFFFFFFF)
                 else:
                     s = _probe(table, v, bits)
                     if table[2 * s] != v:
@@ -153,7 +157,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
                         table[2 * s + 1] = n
                         tmp[off + n] = v
                         n += 1
-                    local[e - nnz_base] = table[2 * s + 1]
+                    local[e - nnz_base] = np.uint32(table[2 * s + 1])
             cnt[g + 1] = n
     for g in range(G):
         cnt[g + 1] += cnt[g]
@@ -162,17 +166,22 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
         base = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
         for t in range(cnt[g + 1] - cnt[g]):
             kept[cnt[g] + t] = tmp[base + t]
-    # Block-diagonal columns, rows sorted.
-    out_idx = np.empty(local.size, np.int64)
-    perm = np.empty(local.size, np.int64)
+    # Block-diagonal columns, rows sorted; written in the caller's index
+    # type, and without ``perm`` when there are no values to carry.
+    out_idx = np.empty(local.size, out_type.dtype)
+    perm = np.empty(local.size if with_perm else 0, np.int64)
     for g in prange(G):
         for r in range(row_ptr[g], row_ptr[g + 1]):
             lo = ptr[r] - nnz_base
             hi = ptr[r + 1] - nnz_base
             for t in range(lo, hi):
-                out_idx[t] = cnt[g] + local[t]
-                perm[t] = t + nnz_base
-            sort_pairs(out_idx, perm, lo, hi)
+                out_idx[t] = cnt[g] + np.int64(local[t])
+            if with_perm:
+                for t in range(lo, hi):
+                    perm[t] = t + nnz_base
+                sort_pairs(out_idx, perm, lo, hi)
+            else:
+                sort_range(out_idx, lo, hi)
     first_dup = -1
     for g in range(G):
         if dup[g] >= 0:
@@ -181,7 +190,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts):
     return out_idx, perm, kept, cnt, first_dup
 
 
-def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
+def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     """Relabel the columns of each row group; see the module docstring.
 
     Parameters
@@ -197,14 +206,20 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
         least ``ncols / DENSE_FACTOR`` relabels through a tag array over the
         columns (so its memory is still bounded by the work), the others
         through hash tables sized by their groups.
+    with_perm : bool, optional
+        Return ``perm`` (default); False for a structural input, whose
+        entries have no values to follow the sort.
 
     Returns
     -------
-    out_idx : int64 array
+    out_idx : int array
         Block-diagonal column of every entry of rows
-        ``row_ptr[0]:row_ptr[-1]`` (rows sorted).
+        ``row_ptr[0]:row_ptr[-1]`` (rows sorted): int32 when the leading
+        columns and entries together number fewer than 2**31 (so every
+        output column does), else int64.
     perm : int64 array
-        Input entry position of every output entry.
+        Input entry position of every output entry (empty unless
+        ``with_perm``).
     kept, kept_ptr : int64 arrays
         Original column ids of each group's columns.
     first_dup : int
@@ -217,8 +232,12 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
         A group that may hold ``GROUP_LIMIT`` columns or more.
     """
     _check_group_sizes("compact_groups", "row_ptr", first_ptr, np.diff(ptr[row_ptr]))
+    G = row_ptr.size - 1
+    bound = (int(first_ptr[G]) - int(first_ptr[0])) + (int(ptr[row_ptr[G]])
+                                                        - int(ptr[row_ptr[0]]))
     return _compact(ptr, idx, row_ptr, first, first_ptr, np.int64(ncols),
-                    numba.get_num_threads())
+                    numba.get_num_threads(), bool(with_perm),
+                    np.empty(0, index_dtype(bound)))
 
 
 @numba.njit(cache=True, inline="always")

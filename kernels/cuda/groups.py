@@ -24,6 +24,7 @@ columns are distinct within a row, so the order is the CPU one.
 import numpy as np
 from numba import cuda
 
+from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
 from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
                                 stable_order)
@@ -81,10 +82,11 @@ def _row_sort(xp, row_of, out_idx, n_rows, n_cols):
     return stable_order(xp, row_of, out_idx, n_rows, n_cols)
 
 
-def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
+def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     """Relabel the columns of each row group; see ``kernels.cpu.groups``.
 
-    Returns (out_idx, perm, kept, kept_ptr, first_dup).
+    Returns (out_idx, perm, kept, kept_ptr, first_dup), ``out_idx`` in the
+    CPU kernel's index type and ``perm`` empty unless ``with_perm``.
     """
     xp = _xp(ptr)
     G = row_ptr.size - 1
@@ -95,8 +97,10 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
     n_first = host_int(first_ptr[G]) - host_int(first_ptr[0])
     L = n_first + n_entries
     empty = xp.zeros(0, np.int64)
+    out_type = index_dtype(L)
     if G <= 0 or L == 0:
-        return empty, empty.copy(), empty.copy(), xp.zeros(max(G, 0) + 1, np.int64), -1
+        return (empty.astype(out_type), empty.copy(), empty.copy(),
+                xp.zeros(max(G, 0) + 1, np.int64), -1)
     row_ptr = row_ptr.astype(np.int64, copy=False)
     first_ptr = first_ptr.astype(np.int64, copy=False)
     base = ((first_ptr[:-1] - first_ptr[0])
@@ -142,10 +146,11 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols):
     local = xp.empty(n_entries, np.int64)
     local[ssrc[is_entry] - nnz_base] = gid[run_of[is_entry]]
     if n_entries == 0:
-        return empty, empty.copy(), kept, kept_ptr, first_dup
+        return empty.astype(out_type), empty.copy(), kept, kept_ptr, first_dup
     row_of = _owners(xp, ptr[r0:r1 + 1].astype(np.int64))
     o = _row_sort(xp, row_of, local, r1 - r0, R)
-    return local[o], o + nnz_base, kept, kept_ptr, first_dup
+    perm = o + nnz_base if with_perm else empty.copy()
+    return local[o].astype(out_type), perm, kept, kept_ptr, first_dup
 
 
 @cuda.jit(cache=True)
