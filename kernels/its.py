@@ -165,6 +165,57 @@ def _reject(out, o, cnt, lo, hi, prefix, key, seen, bits):
 
 
 @numba.njit(cache=True, inline="always")
+def _search_below_total(prefix, lo, hi, x):
+    """``search_prefix`` for an ``x`` below the row total, without branches.
+
+    The range holding the answer halves by a select, not a branch, and its
+    length sequence depends on the row's length only; so no mispredicted
+    branch cancels the searches of the other draws in flight.
+    """
+    base = lo
+    length = hi - lo
+    while length > 1:
+        half = length >> 1
+        base = base + half if prefix[base + half - 1] <= x else base
+        length -= half
+    return base
+
+
+@numba.njit(cache=True, inline="always")
+def _reject_batched(out, o, cnt, lo, hi, prefix, key, seen, bits):
+    """``_reject`` for the CPU twin: the same draws, searched a batch at a time.
+
+    A row's draws are independent until their repeats are rejected, so the
+    searches of the next ``cnt - filled`` draws run first (into the free
+    slots), then are accepted in draw order.  A batch never outlasts the
+    budget and ends with the ``cnt``-th pick at the earliest, so the picks
+    and the draws used are ``_reject``'s.  The point: a weighted search of
+    a graph row is a cache miss or two, and independent searches let the
+    processor wait for several at once.
+    """
+    total = prefix[hi - 1]
+    filled = 0
+    n = 0
+    budget = rejection_budget(cnt, hi - lo)
+    while filled < cnt and n < budget:
+        b = min(cnt - filled, budget - n)
+        f0 = filled
+        for t in range(b):
+            x = uniform01(key, n + t) * total
+            if x < total:
+                out[o + f0 + t] = _search_below_total(prefix, lo, hi, x)
+            else:
+                out[o + f0 + t] = search_prefix(prefix, lo, hi, x)
+        for t in range(b):
+            j = out[o + f0 + t]
+            if _is_new(out, o, filled, seen, bits, j):
+                out[o + filled] = j
+                filled += 1
+        n += b
+    return filled, n
+
+
+@numba.njit(cache=True, inline="always")
 def _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key):
     """Second phase: the remaining picks, each drawn exactly from the mass not
     yet picked by a linear scan of the row.  ``out[o:o+filled]`` must be
@@ -379,7 +430,7 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, mode,
     if mode == UNIFORM:
         _floyd(out, o, cnt, lo, hi, key, seen, bits)
     else:
-        filled, n = _reject(out, o, cnt, lo, hi, prefix, key, seen, bits)
+        filled, n = _reject_batched(out, o, cnt, lo, hi, prefix, key, seen, bits)
         if filled < cnt:
             if hi - lo <= SCAN_MAX_D:
                 # A short row: two scans per pick cost less than scratch.

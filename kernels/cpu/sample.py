@@ -168,12 +168,14 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     """
     n = q_indptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
-    # The row bounds are read here, where the loop body is short enough for
-    # the reads of many rows to be in flight at once, and kept: read again
-    # in the sampling loop, each would be a cache miss waiting on the
-    # previous row's draws.
+    # What the sampling loop needs of A's row is read here, where the loop
+    # body is short enough for the reads of many rows to be in flight at
+    # once, and kept: read in the sampling loop, each would be a cache miss
+    # waiting on the previous row's draws.
     row_lo = np.empty(n, np.int64)
     row_hi = np.empty(n, np.int64)
+    row_p = np.empty(n if a_has_values else 0, np.int64)
+    row_m = np.empty(n if a_has_values else 0, np.uint8)
     for i in prange(n):
         out_ptr[i + 1] = gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr,
                                           a_has_values, a_positives, k_scalar, k_arr,
@@ -182,6 +184,9 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
             r = q_indices[q_indptr[i]]
             row_lo[i] = a_indptr[r]
             row_hi[i] = a_indptr[r + 1]
+            if a_has_values:
+                row_p[i] = a_positives[r]
+                row_m[i] = a_modes[r]
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
     for i in prange(n):
@@ -191,9 +196,8 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
             lo = row_lo[i]
             hi = row_hi[i]
             if a_has_values:
-                r = q_indices[q_indptr[i]]
-                p = a_positives[r]
-                m = a_modes[r]
+                p = row_p[i]
+                m = row_m[i]
             else:
                 p = hi - lo
                 m = UNIFORM
