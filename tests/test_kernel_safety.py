@@ -244,7 +244,7 @@ def test_huge_column_space_spgemm_twins():
         assert ptr.tolist() == want_ptr, twin
         idx, val = getattr(S._numeric, twin)(a_ptr, a_idx, a_val, True, B.indptr, B.indices,
                                              B.values, True, HUGE, ptr, ADD_PLUS, MUL_TIMES,
-                                             one, np.empty(0, np.int64), 2)
+                                             one, np.empty(0, np.int64), True, 2)
         # Rows: 2 B[0] + 3 B[2], B[2], (empty), -B[0]; columns ascending.
         assert idx.tolist() == [3, 2 ** 33 + 7, HUGE - 1, 2 ** 33 + 7, 3, HUGE - 1], twin
         assert val.tolist() == [4.0, -3.0, 3.0, -1.0, -2.0, -1.5], twin
@@ -308,6 +308,66 @@ def test_spgemm_dense_and_hash_accumulators_agree(monkeypatch, ncols):
     half = len(outs) // 2
     for (_, add, dense), (_, _, hashed) in zip(outs[:half], outs[half:]):
         _assert_same(dense, hashed, f"spgemm add={add}")
+
+
+def _spgemm_reference(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val):
+    """Plain-Python plus_times: each column's terms summed in product order,
+    the first term taken as is (so signed zeros and NaNs are exact)."""
+    ptr, idx, val = [0], [], []
+    for i in range(a_ptr.size - 1):
+        row = {}
+        for p in range(a_ptr[i], a_ptr[i + 1]):
+            k = a_idx[p]
+            for q in range(b_ptr[k], b_ptr[k + 1]):
+                term = a_val[p] * b_val[q]
+                j = int(b_idx[q])
+                row[j] = term if j not in row else row[j] + term
+        for j in sorted(row):
+            idx.append(j)
+            val.append(row[j])
+        ptr.append(len(idx))
+    return np.array(ptr, np.int64), np.array(idx, np.int64), np.array(val, a_val.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+@pytest.mark.parametrize("seed", range(4))
+def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed):
+    """The branch-free plus_times loop (slots start at -0, each row writes one
+    column past its end while full) gives the plain-Python sums bit for bit:
+    signed zeros, infinities, NaNs and wrapping integers included, with rows
+    that end chunks, empty rows between full ones, and both twins."""
+    from kernels.cpu import spgemm as K
+    from kernels import semiring_ops as ops
+    rng = np.random.default_rng(seed)
+    n, nb, ncols = 64, 40, 70
+    a_ptr, a_idx, _ = _rand_csr(rng, n, nb, 6, nb)
+    # Empty rows in runs, so rows before them end at the same offset.
+    keep = np.repeat(rng.random(n // 4) < 0.6, 4)
+    deg = np.where(keep, np.diff(a_ptr), 0)
+    a_idx = np.concatenate([a_idx[a_ptr[i]:a_ptr[i] + deg[i]] for i in range(n)])
+    a_ptr = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
+    b_ptr, b_idx, _ = _rand_csr(rng, nb, ncols, 12, 20)
+    if np.dtype(dtype).kind == "f":
+        pool = np.array([-0.0, 0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e-30, -7.0], dtype)
+    else:
+        pool = np.array([0, 1, 3, 200, 255, 7], dtype)
+    a_val = rng.choice(pool, a_idx.size)
+    b_val = rng.choice(pool, b_idx.size)
+    with np.errstate(all="ignore"):     # inf * 0 and integer wrap-around are meant
+        want = _spgemm_reference(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val)
+    one = np.ones(1, dtype)
+    for factor in (2 ** 40, 0):     # dense (branch-free) and hashed accumulators
+        monkeypatch.setattr(K, "DENSE_ACC_FACTOR", factor)
+        ptr = K.spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
+        assert np.array_equal(ptr, want[0])
+        for parts in (1, 3, 7, 64):
+            for kern in (K._numeric.serial, K._numeric.parallel):
+                idx, val = kern(a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val, True, ncols,
+                                ptr, ops.ADD_PLUS, ops.MUL_TIMES, one, np.empty(0, np.int32),
+                                np.dtype(dtype).kind in "iuf", parts)
+                assert np.array_equal(idx, want[1]), (factor, parts)
+                bits = f"u{val.itemsize}"
+                assert np.array_equal(val.view(bits), want[2].view(bits)), (factor, parts)
 
 
 @settings(max_examples=40, deadline=None)
