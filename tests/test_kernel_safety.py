@@ -17,6 +17,7 @@ fail).
 """
 
 import gc
+import itertools
 import os
 import threading
 
@@ -404,14 +405,18 @@ def test_serial_and_parallel_twins_agree():
     # ncols = 2**40 (the same ids): hash tables.  All four must agree.
     largest = max(int(ptr[row_ptr[g + 1]] - ptr[row_ptr[g]]) + 30 for g in range(4))
     assert largest * K.DENSE_FACTOR >= 5000      # the tag-array mode is the one tested
-    for with_perm in (True, False):
-        opts = (with_perm, np.empty(0, np.int32))
-        dense = (ptr, idx, row_ptr, first, first_ptr, np.int64(5000),
-                 numba.get_num_threads()) + opts
-        hashed = dense[:5] + (np.int64(2 ** 40), numba.get_num_threads()) + opts
-        want = K._compact.serial(*dense)
+    # The tag array is refilled when its tags would pass the limit: never
+    # (the real limit), before every group of a worker but its first, or
+    # some of the time; one worker for all groups, or one per thread.
+    limits = (K.TAG_LIMIT, largest + 1, 2 * largest)
+    for with_perm, limit, parts in itertools.product((True, False), limits,
+                                                     (1, numba.get_num_threads())):
+        opts = (with_perm, np.empty(0, np.int32), np.int64(limit))
+        dense = (ptr, idx, row_ptr, first, first_ptr, np.int64(5000), parts) + opts
+        hashed = dense[:5] + (np.int64(2 ** 40), parts) + opts
+        want = K._compact.serial(*hashed)
         _assert_same(want, K._compact.parallel(*dense), "compact, tag arrays")
-        _assert_same(want, K._compact.serial(*hashed), "compact, hash tables")
+        _assert_same(want, K._compact.serial(*dense), "compact, tag arrays, serial")
         _assert_same(want, K._compact.parallel(*hashed), "compact, hash tables, parallel")
     cols = np.concatenate([rng.choice(ids, 100, replace=False) for _ in range(4)])
     col_ptr = np.array([0, 100, 200, 300, 400], np.int64)

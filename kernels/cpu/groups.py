@@ -55,11 +55,12 @@ def _group_bounds(n_groups, parts):
 
 #: A worker relabels through a dense tag array over the input columns, rather
 #: than a hash table, when its largest group's work is at least
-#: ``ncols / DENSE_FACTOR``: then the tag array (8 bytes a column) is no
-#: larger than ``8 * DENSE_FACTOR`` bytes per unit of work, needs no clearing
-#: between groups (tags carry the group id), and its random accesses span no
-#: more memory than a hash table for that group would (16 bytes a slot, half
-#: empty).  Measured on the bulk GraphSAGE workload (R-MAT scale 20, [15, 10,
+#: ``ncols / DENSE_FACTOR``: then the tag array (8 bytes a column, 4 in
+#: ``compact_groups``) is no larger than ``8 * DENSE_FACTOR`` bytes per unit
+#: of work, needs no clearing between groups (tags carry the group id, or in
+#: ``compact_groups`` a count of the earlier groups' columns), and its random
+#: accesses span no more memory than a hash table for that group would (16
+#: bytes a slot, half empty).  Measured on the bulk GraphSAGE workload (R-MAT scale 20, [15, 10,
 #: 5], 1,024 seeds per group), hashing the third hop's 768 k entries per group
 #: made relabelling the slowest step; small groups keep their cache-resident
 #: hash tables.
@@ -86,12 +87,23 @@ def _scratch(work, most, ncols):
     return dense, tags, table, np.full(most, -1, np.int64)
 
 
+@numba.njit(cache=True, inline="always")
+def _row_at(ptr, r_lo, r_hi, e):
+    """The first row of ``r_lo:r_hi`` whose entries start at or after ``e``."""
+    return r_lo + np.searchsorted(ptr[r_lo:r_hi], e)
+
+
+#: The largest tag of ``compact_groups``' dense map (they are uint32).
+TAG_LIMIT = 2 ** 32 - 1
+
+
 def _compact_work(ptr, idx, row_ptr, first, first_ptr, ncols, parts, *rest):
     return int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size)
 
 
 @parallel_kernel(_compact_work)
-def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_type):
+def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_type,
+             tag_limit):
     G = row_ptr.size - 1
     nnz_base = ptr[row_ptr[0]]
     f_base = first_ptr[0]
@@ -110,19 +122,30 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
         for g in range(bounds[c], bounds[c + 1]):
             w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
             most = max(most, w)
-        dense, tags, table, slot = _scratch(most, most, ncols)
+        dense = most * DENSE_FACTOR >= ncols
+        # Tags are 32 bits, half the lines an int64 tag array spans (this
+        # pass misses in it at every hop's first touch of a column): a
+        # column's tag is ``base + local id + 1``, where ``base`` counts the
+        # columns of the worker's earlier groups, so a tag above ``base``
+        # means "seen in this group" and the array is filled once, not per
+        # group, until the counts would pass 2**32.
+        tags = np.zeros(ncols if dense else 0, np.uint32)
+        table = np.empty(0 if dense else np.int64(2) << _table_bits(most), np.int64)
+        base = np.uint64(0)
         for g in range(bounds[c], bounds[c + 1]):
-            gid = np.int64(g)
-            bits = _table_bits((first_ptr[g + 1] - first_ptr[g])
-                               + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]]))
+            w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
+            bits = _table_bits(w)
             if not dense:
                 _clear(table, bits)
+            elif base + np.uint64(w) >= np.uint64(tag_limit):
+                tags[:] = 0
+                base = np.uint64(0)
             off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
             n = np.int64(0)
             for t in range(first_ptr[g], first_ptr[g + 1]):
                 v = first[t]
                 if dense:
-                    seen = (tags[v] >> 32) == gid
+                    seen = np.uint64(tags[v]) > base
                 else:
                     s = _probe(table, v, bits)
                     seen = table[2 * s] == v
@@ -131,7 +154,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
                         dup[g] = t
                     continue
                 if dense:
-                    tags[v] = (gid << 32) | n
+                    tags[v] = np.uint32(base + np.uint64(n) + np.uint64(1))
                 else:
                     table[2 * s] = v
                     table[2 * s + 1] = n
@@ -143,13 +166,13 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
                     # Selects, not a branch: whether a column is new is a
                     # coin toss the branch predictor loses, and each miss
                     # would also cancel the tag reads in flight behind it.
-                    tg = tags[v]
-                    new = (tg >> 32) != gid
-                    tg = ((gid << 32) | n) if new else tg
-                    tags[v] = tg
+                    tg = np.uint64(tags[v])
+                    new = tg <= base
+                    tg = (base + np.uint64(n) + np.uint64(1)) if new else tg
+                    tags[v] = np.uint32(tg)
                     tmp[off + n] = v
                     n += np.int64(new)
-                    local[e - nnz_base] = np.uint32(tg & 0xFFFFFFFF)
+                    local[e - nnz_base] = np.uint32(tg - base - np.uint64(1))
                 else:
                     s = _probe(table, v, bits)
                     if table[2 * s] != v:
@@ -159,6 +182,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
                         n += 1
                     local[e - nnz_base] = np.uint32(table[2 * s + 1])
             cnt[g + 1] = n
+            base += np.uint64(n)
     for g in range(G):
         cnt[g + 1] += cnt[g]
     kept = np.empty(cnt[G], np.int64)
@@ -168,10 +192,23 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
             kept[cnt[g] + t] = tmp[base + t]
     # Block-diagonal columns, rows sorted; written in the caller's index
     # type, and without ``perm`` when there are no values to carry.
+    # Tasks are runs of rows of about equal entries, not groups: a bulk of
+    # fewer groups than threads (one minibatch at a time) sorts on every
+    # thread too.
     out_idx = np.empty(local.size, out_type.dtype)
     perm = np.empty(local.size if with_perm else 0, np.int64)
-    for g in prange(G):
-        for r in range(row_ptr[g], row_ptr[g + 1]):
+    r_lo = row_ptr[0]
+    r_hi = row_ptr[G]
+    tasks = max(np.int64(1), min(r_hi - r_lo, 4 * np.int64(parts)))
+    for c in prange(tasks):
+        r0 = _row_at(ptr, r_lo, r_hi, nnz_base + (local.size * c) // tasks)
+        r1 = _row_at(ptr, r_lo, r_hi, nnz_base + (local.size * (c + 1)) // tasks)
+        if c == tasks - 1:
+            r1 = r_hi
+        g = np.searchsorted(row_ptr, r0, side="right") - 1
+        for r in range(r0, r1):
+            while row_ptr[g + 1] <= r:
+                g += 1
             lo = ptr[r] - nnz_base
             hi = ptr[r + 1] - nnz_base
             for t in range(lo, hi):
@@ -237,7 +274,7 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
                                                         - int(ptr[row_ptr[0]]))
     return _compact(ptr, idx, row_ptr, first, first_ptr, np.int64(ncols),
                     numba.get_num_threads(), bool(with_perm),
-                    np.empty(0, index_dtype(bound)))
+                    np.empty(0, index_dtype(bound)), np.int64(TAG_LIMIT))
 
 
 @numba.njit(cache=True, inline="always")
