@@ -126,12 +126,12 @@ def use_dense_map(n_entries, n_cols_selected, ncols):
     return int(ncols) <= DENSE_MAP_FACTOR * (int(n_entries) + int(n_cols_selected))
 
 
-def _cols_work(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits):
+def _cols_work(ptr, idx, *rest):
     return int(idx.size)
 
 
 @parallel_kernel(_cols_work)
-def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits):
+def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits, sel):
     n = ptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
     for i in prange(n):
@@ -139,6 +139,14 @@ def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits
         # Unsigned positions skip numba's negative-index wraparound (see
         # gather_rows): this pass reads every entry of A.
         for q in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
+            if not hashed:
+                # A bit per column says whether it is selected: ncols / 8
+                # bytes stay in cache where the map (8 bytes a column) does
+                # not, and most entries' columns are not selected.
+                j = np.uint64(idx[q])
+                if (sel[j >> np.uint64(6)] >> (j & np.uint64(63))) & np.uint64(1):
+                    c += map_ptr[j + np.uint64(1)] - map_ptr[j]
+                continue
             u = _run(idx[q], hashed, map_ptr, table, bits)
             if u >= 0:
                 c += map_ptr[u + 1] - map_ptr[u]
@@ -153,6 +161,10 @@ def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits
         if f == out_ptr[i + 1]:
             continue  # selects nothing: most rows when few columns are taken
         for q in range(ptr[i], ptr[i + 1]):
+            if not hashed:
+                j = np.uint64(idx[np.uint64(q)])
+                if not (sel[j >> np.uint64(6)] >> (j & np.uint64(63))) & np.uint64(1):
+                    continue
             u = _run(idx[np.uint64(q)], hashed, map_ptr, table, bits)
             if u < 0:
                 continue
@@ -189,10 +201,22 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
         table = np.zeros(0, np.int64)
         bits = 0
         hashed = False
+        sel = selected_bitmap(cols, ncols)
     else:
         table, bits, map_ptr, map_pos = hashed_column_map(cols)
         hashed = True
-    return _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits)
+        sel = np.zeros(0, np.uint64)
+    return _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits, sel)
+
+
+@numba.njit(cache=True, nogil=True)
+def selected_bitmap(cols, ncols):
+    """One bit per input column, set when ``cols`` selects it."""
+    sel = np.zeros((ncols + 63) >> 6, np.uint64)
+    for t in range(cols.size):
+        j = np.uint64(cols[t])
+        sel[j >> np.uint64(6)] |= np.uint64(1) << (j & np.uint64(63))
+    return sel
 
 
 def _take_work(arr, pos):

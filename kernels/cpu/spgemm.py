@@ -8,7 +8,8 @@ while the column count is at most ``DENSE_ACC_FACTOR`` times the chunk's
 products, else a hash accumulator (``kernels.common.probe``) sized to twice
 the chunk's longest row of products, so a product with 2**40 columns and a
 few entries allocates what its entries need.  Both accumulate a column's
-terms in the same order, so the outputs are bit-identical.
+terms in the same order, so the outputs are bit-identical.  The dense
+accumulator's loops are branch-free where they can be (docs/design.rst).
 
 Why a bitmap rather than a marker holding each column's last row: the first
 touch of a column is tested once per product, and a bitmap (ncols / 8
