@@ -235,6 +235,33 @@ def _accumulator(n, like, zero, fill):
     return acc
 
 
+@numba.njit(cache=True, inline="always")
+def _plus_times_bits(out_idx, acc, seen, b_idx, b_val, q0, q1, av, f, lo, hi, guarded):
+    """Add ``av * B[k, :]`` (entries ``q0:q1``) to a row on the dense
+    accumulator; returns the row's new ``(f, lo, hi)``.
+
+    Branch-free unless ``guarded``: every column is written at ``out_idx[f]``
+    and kept (``f`` advanced) only if new, so a full row writes one slot past
+    its end.  ``guarded`` writes only new columns, for the rows whose next
+    slot is not their chunk's to overwrite.
+    """
+    for q in range(np.uint64(q0), np.uint64(q1)):
+        col = b_idx[q]
+        j = np.uint64(col)
+        w = j >> np.uint64(6)
+        bit = np.uint64(1) << (j & np.uint64(63))
+        sw = seen[w]
+        new = (sw & bit) == 0
+        seen[w] = sw | bit
+        acc[j] += av * b_val[q]
+        if not guarded or new:
+            out_idx[f] = col
+        f += np.int64(new)
+        lo = min(lo, col)
+        hi = max(hi, col)
+    return f, lo, hi
+
+
 def _numeric_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
     # The same estimate as the symbolic pass: numeric's arguments interleave
     # the values, so B's row pointer is its fifth argument, not its third.
@@ -270,43 +297,22 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
             f = start
             lo = ncols
             hi = -1
-            # The branch-free loop writes every product's column at
-            # ``out_idx[f]`` and keeps it only if new, so a full row writes
-            # one slot past its end: harmless while a later row of this
-            # chunk starts there (it overwrites the slot), not at the end of
-            # the chunk, whose next slot is another chunk's.
-            free = fast and out_ptr[i + 1] < chunk_end
+            # A full row's write past its end is harmless while a later row
+            # of this chunk starts there (it overwrites the slot), not at the
+            # end of the chunk, whose next slot is another chunk's.
+            free = out_ptr[i + 1] < chunk_end
             for p in range(a_ptr[i], a_ptr[i + 1]):
                 k = a_idx[p]
-                if free:
-                    av = a_val[p]
-                    for q in range(np.uint64(b_ptr[k]), np.uint64(b_ptr[k + 1])):
-                        col = b_idx[q]
-                        j = np.uint64(col)
-                        w = j >> np.uint64(6)
-                        bit = np.uint64(1) << (j & np.uint64(63))
-                        sw = seen[w]
-                        seen[w] = sw | bit
-                        acc[j] += av * b_val[q]
-                        out_idx[f] = col
-                        f += np.int64((sw & bit) == 0)
-                        lo = min(lo, col)
-                        hi = max(hi, col)
-                    continue
                 if fast:
-                    av = a_val[p]
-                    for q in range(np.uint64(b_ptr[k]), np.uint64(b_ptr[k + 1])):
-                        col = b_idx[q]
-                        j = np.uint64(col)
-                        w = j >> np.uint64(6)
-                        bit = np.uint64(1) << (j & np.uint64(63))
-                        if not seen[w] & bit:
-                            seen[w] |= bit
-                            out_idx[f] = col
-                            f += 1
-                            lo = min(lo, col)
-                            hi = max(hi, col)
-                        acc[j] += av * b_val[q]
+                    # Two copies of the loop, the flag a constant in each.
+                    if free:
+                        f, lo, hi = _plus_times_bits(out_idx, acc, seen, b_idx, b_val,
+                                                     b_ptr[k], b_ptr[k + 1], a_val[p],
+                                                     f, lo, hi, False)
+                    else:
+                        f, lo, hi = _plus_times_bits(out_idx, acc, seen, b_idx, b_val,
+                                                     b_ptr[k], b_ptr[k + 1], a_val[p],
+                                                     f, lo, hi, True)
                     continue
                 av = a_val[p] if a_hv else onev
                 for q in range(b_ptr[k], b_ptr[k + 1]):
