@@ -15,6 +15,7 @@ left waiting in a collective.
 
 import contextlib
 import threading
+import time
 from collections import defaultdict
 
 import numpy as np
@@ -24,6 +25,12 @@ from spla.checks import describe
 from spla.exceptions import DTypeError, LayoutError, SplaError
 
 _INT_MAX = 2 ** 31 - 1
+
+#: Seconds a failing rank waits between flushing its report and
+#: ``comm.Abort``: mpiexec forwards each rank's output through a pipe, and an
+#: abort that tears the job down at once can lose what is still in it (seen
+#: under load: a job ended with no output at all).
+ABORT_DRAIN_S = 0.5
 # Active byte counters, per Python thread: a counting() block measures what
 # its own thread moves, not what a background thread moves meanwhile.
 _local = threading.local()
@@ -381,6 +388,7 @@ def abort_on_error(comm=None, *, prefix=""):
         sys.stderr.flush()
         if origin is not None and not isinstance(exc, KeyboardInterrupt):
             raise SystemExit(1) from exc
+        time.sleep(ABORT_DRAIN_S)
         comm.Abort(130 if isinstance(exc, KeyboardInterrupt) else 1)
 
 

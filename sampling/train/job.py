@@ -170,6 +170,7 @@ def _abort_if_prefetch_stuck(comm):
                                  type(exc), exc, exc.__traceback__)))
         sys.stdout.flush()
         sys.stderr.flush()
+        time.sleep(C.ABORT_DRAIN_S)
         comm.Abort(130 if isinstance(exc, KeyboardInterrupt) else 1)
 
 
@@ -233,6 +234,7 @@ def _train(opts, comm, interrupts=None):
         sys.stderr.write("interrupted: training stopped (Ctrl-C)\n")
         sys.stderr.flush()
         if size > 1:
+            time.sleep(C.ABORT_DRAIN_S)
             comm.Abort(130)
         return 130
     except (UsageError, SplaError) as exc:

@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -50,6 +51,8 @@ def _abort(reason, details=""):
         sys.stdout.write(f"\n[rank {comm.Get_rank()}] {reason}: aborting all ranks\n")
         sys.stdout.flush()
         sys.stderr.flush()
+        from spla.comm import ABORT_DRAIN_S
+        time.sleep(ABORT_DRAIN_S)
         comm.Abort(1)
 
 
