@@ -60,10 +60,10 @@ def _group_bounds(n_groups, parts):
 #: of work, needs no clearing between groups (tags carry the group id, or in
 #: ``compact_groups`` a count of the earlier groups' columns), and its random
 #: accesses span no more memory than a hash table for that group would (16
-#: bytes a slot, half empty).  Measured on the bulk GraphSAGE workload (R-MAT scale 20, [15, 10,
-#: 5], 1,024 seeds per group), hashing the third hop's 768 k entries per group
-#: made relabelling the slowest step; small groups keep their cache-resident
-#: hash tables.
+#: bytes a slot, half empty).  Measured on the bulk GraphSAGE workload (R-MAT
+#: scale 20, [15, 10, 5], 1,024 seeds per group), hashing the third hop's
+#: 768 k entries per group made relabelling the slowest step; small groups
+#: keep their cache-resident hash tables.
 DENSE_FACTOR = 8
 
 
@@ -125,27 +125,27 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
         dense = most * DENSE_FACTOR >= ncols
         # Tags are 32 bits, half the lines an int64 tag array spans (this
         # pass misses in it at every hop's first touch of a column): a
-        # column's tag is ``base + local id + 1``, where ``base`` counts the
-        # columns of the worker's earlier groups, so a tag above ``base``
+        # column's tag is ``tag_base + local id + 1``, where ``tag_base`` counts the
+        # columns of the worker's earlier groups, so a tag above ``tag_base``
         # means "seen in this group" and the array is filled once, not per
         # group, until the counts would pass 2**32.
         tags = np.zeros(ncols if dense else 0, np.uint32)
         table = np.empty(0 if dense else np.int64(2) << _table_bits(most), np.int64)
-        base = np.uint64(0)
+        tag_base = np.uint64(0)
         for g in range(bounds[c], bounds[c + 1]):
             w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
             bits = _table_bits(w)
             if not dense:
                 _clear(table, bits)
-            elif base + np.uint64(w) >= np.uint64(tag_limit):
+            elif tag_base + np.uint64(w) >= np.uint64(tag_limit):
                 tags[:] = 0
-                base = np.uint64(0)
+                tag_base = np.uint64(0)
             off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
             n = np.int64(0)
             for t in range(first_ptr[g], first_ptr[g + 1]):
                 v = first[t]
                 if dense:
-                    seen = np.uint64(tags[v]) > base
+                    seen = np.uint64(tags[v]) > tag_base
                 else:
                     s = _probe(table, v, bits)
                     seen = table[2 * s] == v
@@ -154,7 +154,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
                         dup[g] = t
                     continue
                 if dense:
-                    tags[v] = np.uint32(base + np.uint64(n) + np.uint64(1))
+                    tags[v] = np.uint32(tag_base + np.uint64(n) + np.uint64(1))
                 else:
                     table[2 * s] = v
                     table[2 * s + 1] = n
@@ -167,12 +167,12 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
                     # coin toss the branch predictor loses, and each miss
                     # would also cancel the tag reads in flight behind it.
                     tg = np.uint64(tags[v])
-                    new = tg <= base
-                    tg = (base + np.uint64(n) + np.uint64(1)) if new else tg
+                    new = tg <= tag_base
+                    tg = (tag_base + np.uint64(n) + np.uint64(1)) if new else tg
                     tags[v] = np.uint32(tg)
                     tmp[off + n] = v
                     n += np.int64(new)
-                    local[e - nnz_base] = np.uint32(tg - base - np.uint64(1))
+                    local[e - nnz_base] = np.uint32(tg - tag_base - np.uint64(1))
                 else:
                     s = _probe(table, v, bits)
                     if table[2 * s] != v:
@@ -182,7 +182,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
                         n += 1
                     local[e - nnz_base] = np.uint32(table[2 * s + 1])
             cnt[g + 1] = n
-            base += np.uint64(n)
+            tag_base += np.uint64(n)
     for g in range(G):
         cnt[g + 1] += cnt[g]
     kept = np.empty(cnt[G], np.int64)
