@@ -244,11 +244,12 @@ def test_huge_column_space_spgemm_twins():
     one = np.ones(1)
     want_ptr = [0, 3, 4, 4, 6]
     for twin in ("serial", "parallel"):
-        ptr = getattr(S._symbolic, twin)(a_ptr, a_idx, B.indptr, B.indices, HUGE, 2)
+        factor = np.int64(S.DENSE_ACC_FACTOR)
+        ptr = getattr(S._symbolic, twin)(a_ptr, a_idx, B.indptr, B.indices, HUGE, factor, 2)
         assert ptr.tolist() == want_ptr, twin
         idx, val = getattr(S._numeric, twin)(a_ptr, a_idx, a_val, True, B.indptr, B.indices,
                                              B.values, True, HUGE, ptr, ADD_PLUS, MUL_TIMES,
-                                             one, np.empty(0, np.int64), True, 2)
+                                             one, np.empty(0, np.int64), True, factor, 2)
         # Rows: 2 B[0] + 3 B[2], B[2], (empty), -B[0]; columns ascending.
         assert idx.tolist() == [3, 2 ** 33 + 7, HUGE - 1, 2 ** 33 + 7, 3, HUGE - 1], twin
         assert val.tolist() == [4.0, -3.0, 3.0, -1.0, -2.0, -1.5], twin
@@ -368,7 +369,7 @@ def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed)
             for kern in (K._numeric.serial, K._numeric.parallel):
                 idx, val = kern(a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val, True, ncols,
                                 ptr, ops.ADD_PLUS, ops.MUL_TIMES, one, np.empty(0, np.int32),
-                                np.dtype(dtype).kind in "iuf", parts)
+                                np.dtype(dtype).kind in "iuf", np.int64(factor), parts)
                 assert np.array_equal(idx, want[1]), (factor, parts)
                 bits = f"u{val.itemsize}"
                 assert np.array_equal(val.view(bits), want[2].view(bits)), (factor, parts)

@@ -40,6 +40,8 @@ from kernels.semiring_ops import ADD_PLUS, MUL_TIMES, add_op, mul_op
 #: * (the chunk's products)``: filling ncols words then costs at most a few
 #: times what the chunk's work costs, and direct indexing beats hashing.
 DENSE_ACC_FACTOR = 4
+# (Passed to the kernels per call, not read inside them: numba freezes a
+# global's value when it compiles, and caches it on disk with the code.)
 
 
 def _parts():
@@ -107,13 +109,13 @@ def _spgemm_work(a_ptr, a_idx, b_ptr, *rest):
 
 
 @parallel_kernel(_spgemm_work)
-def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, parts):
+def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, dense_factor, parts):
     n = a_ptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
     bounds = _chunks(a_ptr, a_idx, b_ptr, parts)
     for c in prange(bounds.size - 1):
         total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
-        if ncols <= DENSE_ACC_FACTOR * total:
+        if ncols <= dense_factor * total:
             seen = zero_bitmap(ncols)
             for i in range(bounds[c], bounds[c + 1]):
                 cnt = 0
@@ -270,7 +272,7 @@ def _numeric_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
 
 @parallel_kernel(_numeric_work)
 def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-             ncols, out_ptr, add, mul, one, idx_proto, numeric, parts):
+             ncols, out_ptr, add, mul, one, idx_proto, numeric, dense_factor, parts):
     n = a_ptr.size - 1
     nnz = out_ptr[n]
     out_idx = np.empty(nnz, idx_proto.dtype)
@@ -285,7 +287,7 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     bounds = _chunks(a_ptr, a_idx, b_ptr, parts)
     for c in prange(bounds.size - 1):
         total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
-        if ncols > DENSE_ACC_FACTOR * total:
+        if ncols > dense_factor * total:
             _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr,
                          add, mul, onev, bounds[c], bounds[c + 1], most, out_idx, out_val)
             continue
@@ -336,7 +338,7 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
 
 def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
     """Exclusive-scanned row pointer of ``A @ B`` (structure only)."""
-    return _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, _parts())
+    return _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, np.int64(DENSE_ACC_FACTOR), _parts())
 
 
 def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
@@ -349,7 +351,8 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     # start every slot at: real numbers have one (-0 or 0), booleans do not.
     numeric = np.dtype(one.dtype).kind in "iuf"
     return _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-                    ncols, out_ptr, add, mul, one, proto, numeric, _parts())
+                    ncols, out_ptr, add, mul, one, proto, numeric,
+                    np.int64(DENSE_ACC_FACTOR), _parts())
 
 
 @numba.njit(cache=True, inline="always")
