@@ -111,9 +111,17 @@ def hashed_column_map(cols):
 
 
 @numba.njit(cache=True, inline="always")
-def _run(j, hashed, map_ptr, table, bits):
-    """Run of input column ``j`` in the column map (-1: not selected)."""
+def _run(j, hashed, map_ptr, table, bits, sel):
+    """Run of input column ``j`` in the column map (-1: not selected).
+
+    The dense map is read only for columns ``sel`` (a bit per column) marks:
+    ncols / 8 bytes stay in cache where the map (8 bytes a column) does not,
+    and most entries' columns are not selected.
+    """
     if not hashed:
+        jj = np.uint64(j)
+        if not (sel[jj >> np.uint64(6)] >> (jj & np.uint64(63))) & np.uint64(1):
+            return np.int64(-1)
         return np.int64(j)
     s = probe(table, np.int64(j), bits)
     if table[2 * s] == EMPTY_KEY:
@@ -139,15 +147,7 @@ def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits
         # Unsigned positions skip numba's negative-index wraparound (see
         # gather_rows): this pass reads every entry of A.
         for q in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
-            if not hashed:
-                # A bit per column says whether it is selected: ncols / 8
-                # bytes stay in cache where the map (8 bytes a column) does
-                # not, and most entries' columns are not selected.
-                j = np.uint64(idx[q])
-                if (sel[j >> np.uint64(6)] >> (j & np.uint64(63))) & np.uint64(1):
-                    c += map_ptr[j + np.uint64(1)] - map_ptr[j]
-                continue
-            u = _run(idx[q], hashed, map_ptr, table, bits)
+            u = _run(idx[q], hashed, map_ptr, table, bits, sel)
             if u >= 0:
                 c += map_ptr[u + 1] - map_ptr[u]
         out_ptr[i + 1] = c
@@ -161,11 +161,7 @@ def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits
         if f == out_ptr[i + 1]:
             continue  # selects nothing: most rows when few columns are taken
         for q in range(ptr[i], ptr[i + 1]):
-            if not hashed:
-                j = np.uint64(idx[np.uint64(q)])
-                if not (sel[j >> np.uint64(6)] >> (j & np.uint64(63))) & np.uint64(1):
-                    continue
-            u = _run(idx[np.uint64(q)], hashed, map_ptr, table, bits)
+            u = _run(idx[np.uint64(q)], hashed, map_ptr, table, bits, sel)
             if u < 0:
                 continue
             for m in range(map_ptr[u], map_ptr[u + 1]):

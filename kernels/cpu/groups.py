@@ -68,6 +68,13 @@ DENSE_FACTOR = 8
 
 
 @numba.njit(cache=True, inline="always")
+def _dense(work, ncols):
+    """Whether a worker of this ``work`` maps columns by a tag array over
+    all ``ncols`` (see ``DENSE_FACTOR``) rather than by a hash table."""
+    return work * DENSE_FACTOR >= ncols
+
+
+@numba.njit(cache=True, inline="always")
 def _scratch(work, most, ncols):
     """A worker's column maps: ``(dense, tags, table, slot)``.
 
@@ -77,7 +84,7 @@ def _scratch(work, most, ncols):
     of the current row (-1: none), for rows keeping many of their group's
     columns (see ``_order_row``).
     """
-    dense = work * DENSE_FACTOR >= ncols
+    dense = _dense(work, ncols)
     if dense:
         tags = np.full(ncols, -1, np.int64)
         table = np.empty(0, np.int64)
@@ -122,7 +129,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
         for g in range(bounds[c], bounds[c + 1]):
             w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
             most = max(most, w)
-        dense = most * DENSE_FACTOR >= ncols
+        dense = _dense(most, ncols)
         # Tags are 32 bits, half the lines an int64 tag array spans (this
         # pass misses in it at every hop's first touch of a column): a
         # column's tag is ``tag_base + local id + 1``, where ``tag_base`` counts the
