@@ -26,7 +26,7 @@ from spla.exceptions import DTypeError, LayoutError, SplaError
 
 _INT_MAX = 2 ** 31 - 1
 
-#: Seconds a failing rank waits between flushing its report and
+#: Seconds ``abort_job`` waits between flushing the rank's output and
 #: ``comm.Abort``: mpiexec forwards each rank's output through a pipe, and an
 #: abort that tears the job down at once can lose what is still in it (seen
 #: under load: a job ended with no output at all).
@@ -388,8 +388,37 @@ def abort_on_error(comm=None, *, prefix=""):
         sys.stderr.flush()
         if origin is not None and not isinstance(exc, KeyboardInterrupt):
             raise SystemExit(1) from exc
-        time.sleep(ABORT_DRAIN_S)
-        comm.Abort(130 if isinstance(exc, KeyboardInterrupt) else 1)
+        abort_job(comm, 130 if isinstance(exc, KeyboardInterrupt) else 1)
+
+
+def abort_job(comm=None, errorcode=1):
+    """End every rank of the job now, without losing this rank's output.
+
+    Flushes ``sys.stdout`` and ``sys.stderr``, waits ``ABORT_DRAIN_S``
+    seconds so that mpiexec can forward what they held, then calls
+    ``comm.Abort(errorcode)``.  Use it instead of a bare ``Abort`` after
+    printing why the job fails: an immediate ``Abort`` can end the job
+    before the message reaches the terminal.
+
+    Parameters
+    ----------
+    comm : MPI communicator, default COMM_WORLD
+    errorcode : int
+        The job's exit status (130 for an interrupt, by convention).
+
+    Examples
+    --------
+    >>> import sys
+    >>> from spla.comm import abort_job
+    >>> print("rank 1: the input file is missing", file=sys.stderr)  # doctest: +SKIP
+    >>> abort_job(errorcode=1)  # doctest: +SKIP
+    """
+    import sys
+    comm = as_comm(comm)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    time.sleep(ABORT_DRAIN_S)
+    comm.Abort(errorcode)
 
 
 #: dtypes that travel in spla's messages, by a small integer code

@@ -168,10 +168,7 @@ def _abort_if_prefetch_stuck(comm):
             sys.stderr.write(f"sampling.train: rank {comm.Get_rank()} of {comm.Get_size()} "
                              "failed:\n" + "".join(traceback.format_exception(
                                  type(exc), exc, exc.__traceback__)))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        time.sleep(C.ABORT_DRAIN_S)
-        comm.Abort(130 if isinstance(exc, KeyboardInterrupt) else 1)
+        C.abort_job(comm, 130 if isinstance(exc, KeyboardInterrupt) else 1)
 
 
 @contextlib.contextmanager
@@ -234,8 +231,7 @@ def _train(opts, comm, interrupts=None):
         sys.stderr.write("interrupted: training stopped (Ctrl-C)\n")
         sys.stderr.flush()
         if size > 1:
-            time.sleep(C.ABORT_DRAIN_S)
-            comm.Abort(130)
+            C.abort_job(comm, 130)
         return 130
     except (UsageError, SplaError) as exc:
         if size > 1 and getattr(exc, "collective_origin", None) is None:

@@ -12,7 +12,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import pytest
 
@@ -49,11 +48,8 @@ def _abort(reason, details=""):
         if details:
             sys.stdout.write(f"\n[rank {comm.Get_rank()}] {details[-8000:]}\n")
         sys.stdout.write(f"\n[rank {comm.Get_rank()}] {reason}: aborting all ranks\n")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        from spla.comm import ABORT_DRAIN_S
-        time.sleep(ABORT_DRAIN_S)
-        comm.Abort(1)
+        from spla.comm import abort_job
+        abort_job(comm, 1)
 
 
 @pytest.hookimpl(hookwrapper=True)
