@@ -181,8 +181,121 @@ def _search_below_total(prefix, lo, hi, x):
     return base
 
 
+#: Rows longer than this have no guide (it holds row offsets in the low 31
+#: bits of a uint32) and are searched by bisection.
+GUIDE_MAX_D = 2 ** 31 - 1
+#: The guide bit of a bucket that holds no prefix value: every ``x`` in it
+#: has the same answer, the entry the guide names.
+GUIDE_EXACT = 2 ** 31
+
+
 @numba.njit(cache=True, inline="always")
-def _reject_batched(out, o, cnt, lo, hi, prefix, key, seen, bits):
+def guide_scale(d, total):
+    """Buckets per unit of mass of a row of ``d`` entries: ``d / total``."""
+    return np.float64(d) / total
+
+
+@numba.njit(cache=True, inline="always")
+def guide_bucket(x, scale, d):
+    """The guide bucket of ``x``: ``floor(x * scale)``, at most ``d - 1``.
+
+    Monotone in ``x`` (a product by a fixed positive factor rounds
+    monotonically), which is all ``search_guided`` needs; a NaN product (a
+    row of total 0, never drawn from) lands in the last bucket.
+    """
+    y = x * scale
+    if y < d - 1:
+        return np.int64(y)
+    return np.int64(d - 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_row_guide(prefix, lo, hi, guide):
+    """Write the guide of row ``[lo, hi)`` to ``guide[lo:hi]``.
+
+    ``guide[lo + t]`` is the row offset of the first entry whose prefix falls
+    in bucket ``t`` or later (``d - 1`` where none does).  Every entry before
+    it has a prefix in an earlier bucket, hence below any ``x`` of bucket
+    ``t``: a search for ``x`` may start there.  When that entry's prefix is
+    in a later bucket, it is above every ``x`` of bucket ``t`` and is the
+    answer itself: ``GUIDE_EXACT`` is set, and the search reads no prefix.
+    """
+    d = hi - lo
+    scale = guide_scale(d, prefix[hi - 1])
+    t = 0
+    for j in range(d):
+        b = guide_bucket(prefix[lo + j], scale, d)
+        while t < b:
+            guide[lo + t] = j | GUIDE_EXACT
+            t += 1
+        if t == b:
+            guide[lo + t] = j
+            t += 1
+    while t < d:
+        guide[lo + t] = d - 1
+        t += 1
+
+
+@numba.njit(cache=True, inline="always")
+def search_guided(prefix, guide, lo, hi, x, scale):
+    """``search_prefix`` for an ``x`` below the row total, by the row's guide.
+
+    The indexed search of Chen and Asau (1974): ``x``'s bucket gives a start
+    no later than the answer, and a forward scan finds the first prefix above
+    ``x``, so the answer is the bisection's.  The buckets split the row's mass
+    evenly, one per entry, so an ``x`` uniform in the mass scans about one
+    entry: at most two memory reads a draw (the guide, then the prefix), and
+    one where the bucket holds no prefix value (``GUIDE_EXACT``; about 1/e
+    of the buckets), where a bisection of a row of ``d`` entries makes
+    ``log2(d)`` dependent ones.  ``scale`` is
+    ``guide_scale(hi - lo, prefix[hi - 1])``.
+    """
+    g = np.int64(guide[lo + guide_bucket(x, scale, hi - lo)])
+    if g >= GUIDE_EXACT:
+        return lo + g - GUIDE_EXACT
+    j = lo + g
+    while prefix[j] <= x:
+        j += 1
+    return j
+
+
+@numba.njit(cache=True, inline="always")
+def _search_draw(prefix, guide, lo, hi, x, total, scale):
+    """The entry a weighted draw ``x = u * total`` picks: guided when the row
+    has a guide, else bisected (the same answer either way)."""
+    if x < total:
+        if guide.size and hi - lo <= GUIDE_MAX_D:
+            return search_guided(prefix, guide, lo, hi, x, scale)
+        return _search_below_total(prefix, lo, hi, x)
+    return search_prefix(prefix, lo, hi, x)
+
+
+@numba.njit(cache=True, inline="always")
+def draws_weighted(mode, cnt, positives, replace):
+    """Whether a row of ``cnt`` slots is drawn by weighted searches (the first
+    ``cnt`` of which ``search_first_draws`` makes)."""
+    return mode != UNIFORM and cnt > 0 and (replace or cnt < positives)
+
+
+@numba.njit(cache=True, inline="always")
+def search_first_draws(out, o, cnt, lo, hi, prefix, guide, key):
+    """The searches of a weighted row's draws ``0 .. cnt-1``, into ``out[o:o+cnt]``.
+
+    With replacement they are the row's picks; without, its first batch of
+    rejection draws (``_reject_batched``).  Kernels over many rows run this
+    in a pass of its own, ahead of the sorting and accepting: a loop that
+    only issues searches keeps the searches of many rows in flight, where
+    the sort after each row's searches would wait on them.
+    """
+    total = prefix[hi - 1]
+    scale = guide_scale(hi - lo, total)
+    for t in range(cnt):
+        out[o + t] = _search_draw(prefix, guide, lo, hi, uniform01(key, t) * total, total,
+                                  scale)
+
+
+@numba.njit(cache=True, inline="always")
+def _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits, searched):
     """``_reject`` for the CPU twin: the same draws, searched a batch at a time.
 
     A row's draws are independent until their repeats are rejected, so the
@@ -191,21 +304,21 @@ def _reject_batched(out, o, cnt, lo, hi, prefix, key, seen, bits):
     budget and ends with the ``cnt``-th pick at the earliest, so the picks
     and the draws used are ``_reject``'s.  The point: a weighted search of
     a graph row is a cache miss or two, and independent searches let the
-    processor wait for several at once.
+    processor wait for several at once.  ``searched``: the first batch (the
+    draws ``0 .. cnt-1``) is already in ``out[o:o+cnt]`` (``search_first_draws``).
     """
     total = prefix[hi - 1]
+    scale = guide_scale(hi - lo, total)
     filled = 0
     n = 0
     budget = rejection_budget(cnt, hi - lo)
     while filled < cnt and n < budget:
         b = min(cnt - filled, budget - n)
         f0 = filled
-        for t in range(b):
-            x = uniform01(key, n + t) * total
-            if x < total:
-                out[o + f0 + t] = _search_below_total(prefix, lo, hi, x)
-            else:
-                out[o + f0 + t] = search_prefix(prefix, lo, hi, x)
+        if n > 0 or not searched:
+            for t in range(b):
+                x = uniform01(key, n + t) * total
+                out[o + f0 + t] = _search_draw(prefix, guide, lo, hi, x, total, scale)
         for t in range(b):
             j = out[o + f0 + t]
             if _is_new(out, o, filled, seen, bits, j):
@@ -395,8 +508,8 @@ def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
 
 
 @numba.njit(cache=True, nogil=True)
-def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, mode,
-                       positives, key, replace):
+def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, mode,
+                       positives, key, replace, searched):
     """``sample_one_row`` for the CPU kernels: the same picks, faster.
 
     Rows drawing more than ``SET_MIN`` picks without replacement look picks
@@ -407,8 +520,18 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, mode,
     sequence (``_floyd``, ``_reject``) is the one ``sample_one_row`` runs,
     and both membership tests and both second phases give the same answers,
     so the picks are identical (tests/test_its.py checks it).
+
+    ``guide`` holds the guides of ``row_guide`` (size 0: none) for the
+    weighted draws' searches (``search_guided``); they find the entry the
+    bisection finds, so the picks do not depend on it.  ``searched``: if the
+    row ``draws_weighted``, ``search_first_draws`` has already run on it.
     """
     if cnt <= 0:
+        return
+    if replace and mode != UNIFORM:
+        if not searched:
+            search_first_draws(out, o, cnt, lo, hi, prefix, guide, key)
+        sort_range(out, o, o + cnt)
         return
     if replace or cnt >= positives:
         sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
@@ -431,7 +554,8 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, mode,
     if mode == UNIFORM:
         _floyd(out, o, cnt, lo, hi, key, seen, bits)
     else:
-        filled, n = _reject_batched(out, o, cnt, lo, hi, prefix, key, seen, bits)
+        filled, n = _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits,
+                                    searched)
         if filled < cnt:
             if hi - lo <= SCAN_MAX_D:
                 # A short row: two scans per pick cost less than scratch.

@@ -2,14 +2,17 @@
 
 Given a lazy ``Q @ A`` whose Q selects at most one row of A per output row
 (GraphSAGE's case), ``sample_rows`` samples straight from A's rows (*fused*):
-uniform rows by direct index, weighted rows by a binary search in A's per-row
-prefix sums, computed once per matrix and cached on it.  Any other input is
+uniform rows by direct index, weighted rows by a search in A's per-row prefix
+sums, computed once per matrix and cached on it with a guide table that
+starts each search about one entry from its answer (on the CPU; the GPU
+bisects).  Any other input is
 materialised and sampled row by row.  Both paths return the same picks for
 the same seed (exactly, when Q's values are 1 or powers of two; a general
 scale changes floating-point rounding of the prefix sums).
 
-Cached prefix sums cost 8 bytes per entry of A plus 9 bytes per row; they are
-kept in ``A._cache`` and die with A (matrices are immutable).
+Cached prefix sums and guides cost 12 bytes per entry of A (8 on the GPU)
+plus 9 bytes per row; they are kept in ``A._cache`` and die with A (matrices
+are immutable).
 """
 
 import numpy as np
@@ -52,12 +55,14 @@ def _as_k(func, k, nrows, xp):
 
 
 def _prefix_cache(A):
-    """A's per-row prefix sums, positive counts and modes (cached on A)."""
+    """A's per-row prefix sums, search guides, positive counts and modes (cached on A)."""
     cached = A._cache.get("its_prefix")
     if cached is None:
         check_weights("sample_rows", "P (the values of A in Q @ A)", A.values)
         K = backend.kernels_for(A.device)
-        cached = K.sample.row_prefix(A.indptr, A.values)
+        prefix, positives, modes = K.sample.row_prefix(A.indptr, A.values)
+        guide = K.sample.row_guide(A.indptr, prefix, positives, modes)
+        cached = (prefix, guide, positives, modes)
         A._cache["its_prefix"] = cached
     return cached
 
@@ -229,15 +234,16 @@ def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
             q_scale = Q.values.astype(np.float64)
     weighted = A.values is not None and expr.semiring.mul_code == ops.MUL_TIMES
     if weighted:
-        prefix, positives, modes = _prefix_cache(A)
+        prefix, guide, positives, modes = _prefix_cache(A)
         a_vals = A.values
     else:
         prefix = xp.zeros(0, np.float64)
+        guide = xp.zeros(0, np.uint32)
         positives = xp.zeros(0, np.int64)
         modes = xp.zeros(0, np.uint8)
         a_vals = xp.zeros(0, np.float64)
     ptr, pos = K.sample.sample_gather(Q.indptr, Q.indices, q_scale, A.indptr, a_vals,
-                                      weighted, prefix, positives, modes, k_scalar,
+                                      weighted, prefix, guide, positives, modes, k_scalar,
                                       k_arr, rid, seed, stream, replace)
     out_dt = expr.dtype
 

@@ -495,10 +495,12 @@ def check_sample_gather(C, G, dev):
             wdt = next(weights)
             a_ptr, _, a_val = sample_matrix(rs, a_rows, wdt or np.float64)
             if wdt is not None:  # weighted: A's values and cached prefixes
-                args = (a_val, True, *C.sample.row_prefix(a_ptr, a_val))
+                prefix, positives, modes = C.sample.row_prefix(a_ptr, a_val)
+                guide = C.sample.row_guide(a_ptr, prefix, positives, modes)
+                args = (a_val, True, prefix, guide, positives, modes)
             else:  # structural (or non-times) A, as spla passes it
                 args = (np.zeros(0, np.float64), False, np.zeros(0, np.float64),
-                        np.zeros(0, np.int64), np.zeros(0, np.uint8))
+                        np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.uint8))
             rids = cyc(np.zeros(0, np.int64), rs.randint(0, 2**40, nq).astype(np.int64))
             for k_scalar, k_arr in _k_choices(rs, nq):
                 rid = next(rids)

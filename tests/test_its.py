@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kernels import its
 from kernels.common import EMPTY_KEY, row_key, set_add, sort_range, table_bits, uniform01
-from kernels.cpu.sample import sample_csr
+from kernels.cpu.sample import row_guide, row_prefix, sample_csr, sample_gather
 
 SEED, STREAM = 11, 3
 
@@ -108,6 +108,21 @@ def _both_paths(w, k, row_id, replace):
     return cpu, _device_path(w, int(out_ptr[1]), key, replace), key, int(out_ptr[1])
 
 
+def _gathered(w, k, row_id, replace, guided=True):
+    """Picks of the fused kernel (sample_gather: first searches in a pass of
+    their own, guided unless ``guided`` is false), as positions in the row."""
+    w = np.asarray(w)
+    ptr = np.array([0, w.size], np.int64)
+    prefix, positives, modes = row_prefix(ptr, w)
+    guide = (row_guide(ptr, prefix, positives, modes) if guided
+             else np.zeros(0, np.uint32))
+    q = np.zeros(1, np.int64)
+    _, out = sample_gather(np.array([0, 1], np.int64), q, np.zeros(0, np.float64), ptr, w,
+                           True, prefix, guide, positives, modes, k, np.zeros(0, np.int64),
+                           np.array([row_id], np.int64), SEED, STREAM, replace)
+    return out
+
+
 def _weights(rng, d, kind):
     if kind == 0:
         return rng.random(d)
@@ -136,6 +151,7 @@ def test_cpu_twin_and_device_path_match_the_reference_on_many_rows():
             want, fallback = reference_row(w, cnt, key, replace)
             assert cpu.tolist() == want, (trial, d, k, kind, replace)
             assert dev.tolist() == want, (trial, d, k, kind, replace)
+            assert _gathered(w, k, trial, replace).tolist() == want, (trial, d, k, kind)
             if not replace:
                 seen["fallback"] += fallback
                 hashed = its.SET_MIN < cnt < int(np.count_nonzero(w > 0))
@@ -164,6 +180,58 @@ def test_cpu_twin_matches_the_reference_on_drawn_rows(data):
         want, _ = reference_row(w, cnt, key, replace)
         assert cpu.tolist() == want
         assert dev.tolist() == want
+        assert _gathered(w, k, row_id, replace).tolist() == want
+        assert _gathered(w, k, row_id, replace, guided=False).tolist() == want
+
+
+@numba.njit(cache=True)
+def _guided_searches(prefix, xs):
+    d = prefix.size
+    guide = np.empty(d, np.uint32)
+    its.fill_row_guide(prefix, 0, d, guide)
+    scale = its.guide_scale(d, prefix[d - 1])
+    out = np.empty(xs.size, np.int64)
+    for t in range(xs.size):
+        out[t] = its.search_guided(prefix, guide, 0, d, xs[t], scale)
+    return out, guide
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_guided_search_finds_what_bisection_finds(data):
+    """Every ``x`` below the total, the prefix values themselves and their
+    neighbours included, is found where ``bisect`` finds it."""
+    d = data.draw(st.integers(1, 120), label="d")
+    kind = data.draw(st.sampled_from(["any", "equal", "huge", "tiny", "one heavy"]), label="kind")
+    if kind == "equal":
+        w = [0.25] * d
+    elif kind == "one heavy":
+        w = [1e-9] * d
+        w[data.draw(st.integers(0, d - 1))] = 1.0
+    else:
+        lo, hi = {"any": (1e-6, 1e6), "huge": (2.0 ** 1000, 2.0 ** 1010),
+                  "tiny": (2.0 ** -1070, 2.0 ** -1040)}[kind]
+        w = data.draw(st.lists(st.one_of(st.just(0.0), st.floats(lo, hi)),
+                               min_size=d, max_size=d), label="w")
+    if max(w) == 0.0:
+        w[-1] = 1.0
+    prefix = np.empty(d, np.float64)
+    its.row_stats(0, d, np.array(w), True, prefix, True)
+    total = prefix[-1]
+    xs = {0.0, np.nextafter(total, 0.0)}
+    for p in prefix:
+        xs.update(x for x in (np.nextafter(p, 0.0), p, np.nextafter(p, np.inf)) if x < total)
+    us = data.draw(st.lists(st.floats(0.0, 1.0, exclude_max=True), max_size=30), label="u")
+    xs.update(x for x in (u * total for u in us) if x < total)
+    xs = np.array(sorted(xs), np.float64)
+    got, guide = _guided_searches(prefix, xs)
+    want = [bisect.bisect_right(prefix.tolist(), x) for x in xs]
+    assert got.tolist() == want
+    # A bucket marked exact answers without reading the prefix: its answer
+    # must be the bisection's for every x in it, which the above checks only
+    # if some exact buckets were hit; equal weights make half of them so.
+    if kind == "equal" and d > 2:
+        assert (guide >= its.GUIDE_EXACT).any()
 
 
 def test_long_rows_past_the_rejection_budget():
@@ -229,9 +297,21 @@ def test_rows_of_a_bulk_sample_as_alone(replace):
     rid = np.array([10, 11, 12, 13], np.int64)
     out_ptr, out = sample_csr(ptr, np.concatenate(rows), True, 120, np.zeros(0, np.int64),
                               rid, SEED, STREAM, replace)
+    # The fused kernel, its first searches in a pass over all rows, and the
+    # rows taken in another order.
+    prefix, positives, modes = row_prefix(ptr, np.concatenate(rows))
+    guide = row_guide(ptr, prefix, positives, modes)
+    q_idx = np.array([2, 0, 3, 1, 2], np.int64)
+    g_ptr, g_out = sample_gather(np.arange(6, dtype=np.int64), q_idx, np.zeros(0, np.float64),
+                                 ptr, np.concatenate(rows), True, prefix, guide, positives,
+                                 modes, 120, np.zeros(0, np.int64), rid[q_idx], SEED, STREAM,
+                                 replace)
     for i, r in enumerate(rows):
         alone, _, _, _ = _both_paths(r, 120, int(rid[i]), replace)
         assert (out[out_ptr[i]:out_ptr[i + 1]] - ptr[i]).tolist() == alone.tolist()
+    for i, r in enumerate(q_idx):
+        alone, _, _, _ = _both_paths(rows[r], 120, int(rid[r]), replace)
+        assert (g_out[g_ptr[i]:g_ptr[i + 1]] - ptr[r]).tolist() == alone.tolist()
 
 
 def test_rows_dominated_by_a_few_hundred_hubs_finish_by_rejection():

@@ -17,7 +17,8 @@ import numpy as np
 from numba import prange
 
 from kernels.common import row_key
-from kernels.its import UNIFORM, row_stats, sample_one_row, sample_one_row_cpu
+from kernels.its import (GUIDE_MAX_D, UNIFORM, draws_weighted, fill_row_guide, row_stats,
+                         sample_one_row, sample_one_row_cpu, search_first_draws)
 from kernels.parallel import parallel_kernel
 
 
@@ -75,13 +76,15 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
         out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
+    # No guide: a row's prefix is used for its own few draws only.
+    guide = np.zeros(0, np.uint32)
     for i in prange(n):
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
             key = row_key(seed, stream, _rid_of(row_ids, i))
             sample_one_row_cpu(out, out_ptr[i], cnt, indptr[i], indptr[i + 1],
-                               values, has_values, prefix, modes[i], positives[i],
-                               key, replace)
+                               values, has_values, prefix, guide, modes[i], positives[i],
+                               key, replace, False)
     return out_ptr, out
 
 
@@ -101,6 +104,25 @@ def row_prefix(indptr, values):
         positives[i] = p
         modes[i] = m
     return prefix, positives, modes
+
+
+@parallel_kernel(lambda indptr, prefix, positives, modes: int(indptr[-1]))
+def row_guide(indptr, prefix, positives, modes):
+    """The guide tables of ``kernels.its.search_guided`` for ``row_prefix``'s prefixes.
+
+    uint32 row offsets, one per entry, filled for the rows that weighted
+    draws search (weighted mode, a positive entry, at most ``GUIDE_MAX_D``
+    entries); the other entries are never read and are left unset.  Cached
+    beside the prefixes by the fused path: 4 bytes per entry.
+    """
+    n = indptr.size - 1
+    guide = np.empty(indptr[n], np.uint32)
+    for i in prange(n):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        if modes[i] != UNIFORM and positives[i] > 0 and hi - lo <= GUIDE_MAX_D:
+            fill_row_guide(prefix, lo, hi, guide)
+    return guide
 
 
 # The per-row steps of the fused sampler, shared with the CUDA twin (which
@@ -150,7 +172,7 @@ def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
 
 
 def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values,
-                        a_prefix, a_positives, a_modes, k_scalar, *rest):
+                        a_prefix, a_guide, a_positives, a_modes, k_scalar, *rest):
     # Picks: rows times k.  A per-row k array's mean would need a pass over
     # it, so the scalar k (at least 1) stands for it: an estimate suffices.
     return (int(q_indptr.size) - 1) * max(1, int(k_scalar))
@@ -158,13 +180,15 @@ def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_
 
 @parallel_kernel(_sample_gather_work)
 def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
-                  a_has_values, a_prefix, a_positives, a_modes, k_scalar,
+                  a_has_values, a_prefix, a_guide, a_positives, a_modes, k_scalar,
                   k_arr, row_ids, seed, stream, replace):
     """Sample the rows of ``Q @ A`` for a Q with at most one entry per row.
 
     ``q_scale`` holds Q's values as float64 (size 0 for a structural Q).  A
     zero scale empties the row, as it would in the product; the caller has
-    rejected negative ones.  Positions returned index A's entries.
+    rejected negative ones.  ``a_guide`` is ``row_guide``'s output for A's
+    prefixes, or empty (bisection; the same picks).  Positions returned
+    index A's entries.
     """
     n = q_indptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
@@ -189,6 +213,15 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
                 row_m[i] = a_modes[r]
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
+    if a_has_values:
+        # The weighted rows' first searches, in a pass of their own (see
+        # ``search_first_draws`` and docs/design.rst).
+        for i in prange(n):
+            cnt = out_ptr[i + 1] - out_ptr[i]
+            if cnt and draws_weighted(row_m[i], cnt, row_p[i], replace):
+                key = row_key(seed, stream, _rid_of(row_ids, i))
+                search_first_draws(out, out_ptr[i], cnt, row_lo[i], row_hi[i], a_prefix,
+                                   a_guide, key)
     for i in prange(n):
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
@@ -202,7 +235,7 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
                 p = hi - lo
                 m = UNIFORM
             sample_one_row_cpu(out, out_ptr[i], cnt, lo, hi, a_values, a_has_values,
-                               a_prefix, m, p, key, replace)
+                               a_prefix, a_guide, m, p, key, replace, a_has_values)
     return out_ptr, out
 
 

@@ -8,7 +8,8 @@ functions, so a row's picks are bit-identical to the CPU ones.  Row pointers
 are scanned with the array module between the launches.
 
 Returns are as on the CPU: ``(indptr, positions)`` for the samplers,
-``(prefix, positives, modes)`` for ``row_prefix`` and
+``(prefix, positives, modes)`` for ``row_prefix``, an empty guide for
+``row_guide`` and
 ``(indptr, positions, counts)`` for ``dedup_sorted_rows``.
 """
 
@@ -169,11 +170,22 @@ def row_prefix(indptr, values):
     return prefix, positives, modes
 
 
+def row_guide(indptr, prefix, positives, modes):
+    """No guide: the GPU rows search their prefixes by bisection (an empty array).
+
+    Thousands of rows in flight hide the bisection's dependent reads on the
+    GPU far better than two CPU threads can; whether a guide pays there is
+    to be measured on a device before it costs 4 bytes per entry.
+    """
+    return _xp(indptr).zeros(0, np.uint32)
+
+
 def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
-                  a_has_values, a_prefix, a_positives, a_modes, k_scalar,
+                  a_has_values, a_prefix, a_guide, a_positives, a_modes, k_scalar,
                   k_arr, row_ids, seed, stream, replace):
     """Sample the rows of ``Q @ A`` for a Q with at most one entry per row;
-    see ``kernels.cpu.sample``."""
+    see ``kernels.cpu.sample``.  ``a_guide`` is ignored (see ``row_guide``):
+    the picks are the same with or without it."""
     xp = _xp(q_indptr)
     n = q_indptr.size - 1
     if n <= 0:
