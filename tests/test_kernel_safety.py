@@ -292,6 +292,45 @@ def test_extract_cols_dense_and_hashed_maps_agree(monkeypatch, ncols):
     _assert_same(dense, hashed, "extract_cols")
 
 
+@pytest.mark.parametrize("twin", ["serial", "parallel"])
+def test_extract_cols_of_distinct_columns_matches_the_general_path(twin):
+    """Columns selected once each take the branch-free kernel: it must give
+    the general kernel's output, also where a row's selected entries come
+    first (its later writes go past the row: to a spare slot, never into
+    the next row, which the other thread fills)."""
+    import scipy.sparse as sp
+    from kernels.cpu import extract as K
+    rng = np.random.default_rng(3)
+    ncols = 3000
+    ptr, idx, ids = _rand_csr(rng, 400, ncols, 12, 600)
+    # Rows whose one selected column (0) comes before the unselected ones;
+    # enough of them that both threads run at once (a stray write of the
+    # first thread's last row would land after the second filled its first).
+    early = np.repeat(np.array([[0, 5, 6, 7, 8, 9, 10, 11]]), 200_000, axis=0)
+    rows = [(ptr, idx), (np.arange(0, early.size + 1, 8, dtype=np.int64), early.ravel())]
+    for p, ix in rows:
+        val = rng.random(ix.size)
+        for cols in (rng.permutation(ids)[:150], np.array([0, 4, 3], np.int64),
+                     np.array([11, 0], np.int64), np.zeros(0, np.int64)):
+            cols = np.asarray(cols, np.int64)
+            map_ptr, map_pos = K.column_map(cols, ncols)
+            sel, distinct = K.selected_bitmap(cols, ncols)
+            assert distinct
+            kern = getattr(K._extract_distinct_cols, twin)
+            got = kern(p, ix, val, True, map_ptr, map_pos, sel)
+            want = getattr(K._extract_cols, twin)(p, ix, val, True, cols, map_ptr, map_pos,
+                                                  False, np.zeros(0, np.int64), 0, sel)
+            _assert_same(got, want, f"extract_cols {twin} {cols[:3]}")
+            ref = sp.csr_matrix((val, ix, p), shape=(p.size - 1, ncols))[:, cols]
+            ref.has_sorted_indices = False   # scipy keeps the input's entry order
+            ref.sort_indices()
+            assert got[0].tolist() == ref.indptr.tolist()
+            assert got[1].tolist() == ref.indices.tolist()
+            assert got[2].tolist() == ref.data.tolist()
+    # A repeat turns the branch-free kernel off.
+    assert not K.selected_bitmap(np.array([3, 1, 3], np.int64), 10)[1]
+
+
 @pytest.mark.parametrize("ncols", [300, 2 ** 20])
 def test_spgemm_dense_and_hash_accumulators_agree(monkeypatch, ncols):
     from kernels.cpu import spgemm as K

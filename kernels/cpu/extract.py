@@ -138,6 +138,57 @@ def _cols_work(ptr, idx, *rest):
     return int(idx.size)
 
 
+@numba.njit(cache=True, inline="always")
+def _selected(sel, j):
+    """Bit ``j`` of the selected-column bitmap, as 0 or 1."""
+    jj = np.uint64(j)
+    return np.int64((sel[jj >> np.uint64(6)] >> (jj & np.uint64(63))) & np.uint64(1))
+
+
+@parallel_kernel(_cols_work)
+def _extract_distinct_cols(ptr, idx, val, hv, map_ptr, map_pos, sel):
+    """``_extract_cols`` for a dense map whose columns are selected once each.
+
+    An entry then yields at most one output entry, so both passes run
+    without a branch on whether its column is selected (a coin toss the
+    branch predictor loses when a few columns in ten are taken): the count
+    adds the column's bit, and the fill writes every entry's position to
+    the row's next slot and advances by the bit.  A full row's later writes
+    go to a spare slot past the end (``nnz``), never into the next row,
+    which another thread may be filling.  Output columns are looked up
+    afterwards for the kept entries only.
+    """
+    n = ptr.size - 1
+    out_ptr = np.zeros(n + 1, np.int64)
+    for i in prange(n):
+        c = np.int64(0)
+        for q in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
+            c += _selected(sel, idx[q])
+        out_ptr[i + 1] = c
+    for i in range(n):
+        out_ptr[i + 1] += out_ptr[i]
+    nnz = out_ptr[n]
+    src = np.empty(nnz + 1, np.int64)
+    for i in prange(n):
+        f = out_ptr[i]
+        end = out_ptr[i + 1]
+        if f == end:
+            continue
+        for q in range(ptr[i], ptr[i + 1]):
+            src[f if f < end else nnz] = q
+            f += _selected(sel, idx[np.uint64(q)])
+    out_idx = np.empty(nnz, np.int64)
+    out_val = np.empty(nnz if hv else 0, val.dtype)
+    for i in prange(n):
+        for t in range(out_ptr[i], out_ptr[i + 1]):
+            out_idx[t] = map_pos[map_ptr[idx[src[t]]]]
+        sort_pairs(out_idx, src, out_ptr[i], out_ptr[i + 1])
+        if hv:
+            for t in range(out_ptr[i], out_ptr[i + 1]):
+                out_val[t] = val[src[t]]
+    return out_ptr, out_idx, out_val, src[:nnz]
+
+
 @parallel_kernel(_cols_work)
 def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits, sel):
     n = ptr.size - 1
@@ -194,10 +245,12 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
     """
     if use_dense_map(idx.size, cols.size, ncols):
         map_ptr, map_pos = column_map(cols, ncols)
+        sel, distinct = selected_bitmap(cols, ncols)
+        if distinct:
+            return _extract_distinct_cols(ptr, idx, val, hv, map_ptr, map_pos, sel)
         table = np.zeros(0, np.int64)
         bits = 0
         hashed = False
-        sel = selected_bitmap(cols, ncols)
     else:
         table, bits, map_ptr, map_pos = hashed_column_map(cols)
         hashed = True
@@ -207,12 +260,18 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
 
 @numba.njit(cache=True, nogil=True)
 def selected_bitmap(cols, ncols):
-    """One bit per input column, set when ``cols`` selects it."""
+    """One bit per input column, set when ``cols`` selects it; and whether no
+    column is selected twice."""
     sel = np.zeros((ncols + 63) >> 6, np.uint64)
+    distinct = True
     for t in range(cols.size):
         j = np.uint64(cols[t])
-        sel[j >> np.uint64(6)] |= np.uint64(1) << (j & np.uint64(63))
-    return sel
+        w = j >> np.uint64(6)
+        b = np.uint64(1) << (j & np.uint64(63))
+        if sel[w] & b:
+            distinct = False
+        sel[w] |= b
+    return sel, distinct
 
 
 def _take_work(arr, pos):
