@@ -140,7 +140,8 @@ def _weights(rng, d, kind):
 def test_cpu_twin_and_device_path_match_the_reference_on_many_rows():
     rng = np.random.default_rng(5)
     seen = {"fallback": 0, "hashed": 0, "hashed_fallback": 0, "floyd_hashed": 0,
-            "scan_fallback": 0, "running_sum_fallback": 0}
+            "scan_fallback": 0, "running_sum_fallback": 0, "guided_ahead": 0,
+            "guided_in_row_pass": 0}
     for trial in range(600):
         d = int(rng.integers(1, 260))
         k = int(rng.integers(1, d + 3))
@@ -160,6 +161,9 @@ def test_cpu_twin_and_device_path_match_the_reference_on_many_rows():
                 seen["floyd_hashed"] += hashed and kind == 2
                 seen["scan_fallback"] += fallback and d <= its.SCAN_MAX_D
                 seen["running_sum_fallback"] += fallback and d > its.SCAN_MAX_D
+                if kind != 2 and d >= its.GUIDE_MIN_D and cnt < np.count_nonzero(w > 0):
+                    # The fused kernel's guided searches, in the pass ahead or not.
+                    seen["guided_ahead" if cnt * cnt <= d else "guided_in_row_pass"] += 1
     # Every branch of the CPU twin was compared, not only the easy ones.
     assert min(seen.values()) >= 5, seen
 

@@ -17,8 +17,9 @@ import numpy as np
 from numba import prange
 
 from kernels.common import row_key
-from kernels.its import (GUIDE_MAX_D, UNIFORM, draws_weighted, fill_row_guide, row_stats,
-                         sample_one_row, sample_one_row_cpu, search_first_draws)
+from kernels.its import (GUIDE_MAX_D, GUIDE_MIN_D, UNIFORM, fill_row_guide, row_stats,
+                         sample_one_row, sample_one_row_cpu, search_ahead,
+                         search_first_draws)
 from kernels.parallel import parallel_kernel
 
 
@@ -111,8 +112,9 @@ def row_guide(indptr, prefix, positives, modes):
     """The guide tables of ``kernels.its.search_guided`` for ``row_prefix``'s prefixes.
 
     uint32 row offsets, one per entry, filled for the rows that weighted
-    draws search (weighted mode, a positive entry, at most ``GUIDE_MAX_D``
-    entries); the other entries are never read and are left unset.  Cached
+    draws search by the guide (weighted mode, a positive entry, from
+    ``GUIDE_MIN_D`` to ``GUIDE_MAX_D`` entries); the other entries are never
+    read and are left unset.  Cached
     beside the prefixes by the fused path: 4 bytes per entry.
     """
     n = indptr.size - 1
@@ -120,7 +122,7 @@ def row_guide(indptr, prefix, positives, modes):
     for i in prange(n):
         lo = indptr[i]
         hi = indptr[i + 1]
-        if modes[i] != UNIFORM and positives[i] > 0 and hi - lo <= GUIDE_MAX_D:
+        if modes[i] != UNIFORM and positives[i] > 0 and GUIDE_MIN_D <= hi - lo <= GUIDE_MAX_D:
             fill_row_guide(prefix, lo, hi, guide)
     return guide
 
@@ -218,7 +220,7 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
         # ``search_first_draws`` and docs/design.rst).
         for i in prange(n):
             cnt = out_ptr[i + 1] - out_ptr[i]
-            if cnt and draws_weighted(row_m[i], cnt, row_p[i], replace):
+            if cnt and search_ahead(row_m[i], cnt, row_p[i], row_hi[i] - row_lo[i], replace):
                 key = row_key(seed, stream, _rid_of(row_ids, i))
                 search_first_draws(out, out_ptr[i], cnt, row_lo[i], row_hi[i], a_prefix,
                                    a_guide, key)
@@ -234,8 +236,9 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
             else:
                 p = hi - lo
                 m = UNIFORM
+            ahead = a_has_values and search_ahead(m, cnt, p, hi - lo, replace)
             sample_one_row_cpu(out, out_ptr[i], cnt, lo, hi, a_values, a_has_values,
-                               a_prefix, a_guide, m, p, key, replace, a_has_values)
+                               a_prefix, a_guide, m, p, key, replace, ahead)
     return out_ptr, out
 
 
