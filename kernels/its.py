@@ -248,10 +248,10 @@ def search_guided(prefix, guide, lo, hi, x, scale):
     no later than the answer, and a forward scan finds the first prefix above
     ``x``, so the answer is the bisection's.  The buckets split the row's mass
     evenly, one per entry, so an ``x`` uniform in the mass scans about one
-    entry: at most two memory reads a draw (the guide, then the prefix), and
-    one where the bucket holds no prefix value (``GUIDE_EXACT``; about 1/e
-    of the buckets), where a bisection of a row of ``d`` entries makes
-    ``log2(d)`` dependent ones.  ``scale`` is
+    entry.  A draw thus reads the guide, then the prefix (only the guide
+    where the bucket holds no prefix value: ``GUIDE_EXACT``, about 1/e of
+    the buckets), where a bisection of a row of ``d`` entries makes
+    ``log2(d)`` dependent reads.  ``scale`` is
     ``guide_scale(hi - lo, prefix[hi - 1])``.
     """
     g = np.int64(guide[lo + guide_bucket(x, scale, hi - lo)])

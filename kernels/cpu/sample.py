@@ -114,8 +114,8 @@ def row_guide(indptr, prefix, positives, modes):
     uint32 row offsets, one per entry, filled for the rows that weighted
     draws search by the guide (weighted mode, a positive entry, from
     ``GUIDE_MIN_D`` to ``GUIDE_MAX_D`` entries); the other entries are never
-    read and are left unset.  Cached
-    beside the prefixes by the fused path: 4 bytes per entry.
+    read and are left unset.  Cached beside the prefixes by the fused path:
+    4 bytes per entry.
     """
     n = indptr.size - 1
     guide = np.empty(indptr[n], np.uint32)
