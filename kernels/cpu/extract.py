@@ -111,6 +111,13 @@ def hashed_column_map(cols):
 
 
 @numba.njit(cache=True, inline="always")
+def _selected(sel, j):
+    """Bit ``j`` of the selected-column bitmap, as 0 or 1."""
+    jj = np.uint64(j)
+    return np.int64((sel[jj >> np.uint64(6)] >> (jj & np.uint64(63))) & np.uint64(1))
+
+
+@numba.njit(cache=True, inline="always")
 def _run(j, hashed, map_ptr, table, bits, sel):
     """Run of input column ``j`` in the column map (-1: not selected).
 
@@ -119,10 +126,7 @@ def _run(j, hashed, map_ptr, table, bits, sel):
     and most entries' columns are not selected.
     """
     if not hashed:
-        jj = np.uint64(j)
-        if not (sel[jj >> np.uint64(6)] >> (jj & np.uint64(63))) & np.uint64(1):
-            return np.int64(-1)
-        return np.int64(j)
+        return np.int64(j) if _selected(sel, j) else np.int64(-1)
     s = probe(table, np.int64(j), bits)
     if table[2 * s] == EMPTY_KEY:
         return np.int64(-1)
@@ -136,13 +140,6 @@ def use_dense_map(n_entries, n_cols_selected, ncols):
 
 def _cols_work(ptr, idx, *rest):
     return int(idx.size)
-
-
-@numba.njit(cache=True, inline="always")
-def _selected(sel, j):
-    """Bit ``j`` of the selected-column bitmap, as 0 or 1."""
-    jj = np.uint64(j)
-    return np.int64((sel[jj >> np.uint64(6)] >> (jj & np.uint64(63))) & np.uint64(1))
 
 
 @parallel_kernel(_cols_work)
