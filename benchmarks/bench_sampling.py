@@ -311,7 +311,7 @@ def profile_phases(kind, A, n, k, repeats):
         else:
             mod = sampling.layerwise
             pt.wrap(spla.MxmExpr, "new", "mxm(...).new() (SpGEMM)")
-            for kern in ("spgemm_gather", "spgemm_symbolic", "spgemm_numeric"):
+            for kern in ("spgemm_gather", "spgemm", "spgemm_symbolic", "spgemm_numeric"):
                 pt.wrap(kernels.cpu.spgemm, kern, f"  {kern} kernel")
             pt.wrap(mod, "extract_blockwise", "extract_blockwise")
             pt.wrap(kernels.cpu.groups, "extract_groups", "  extract_groups kernel")

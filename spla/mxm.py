@@ -175,10 +175,8 @@ def _compute(A, B, sr):
                                                B.indptr, B.indices, b_val, b_hv,
                                                sr.mul_code, one)
     else:
-        ptr = K.spgemm.spgemm_symbolic(A.indptr, A.indices, B.indptr, B.indices, B.ncols)
-        idx, val = K.spgemm.spgemm_numeric(A.indptr, A.indices, a_val, a_hv,
-                                           B.indptr, B.indices, b_val, b_hv,
-                                           B.ncols, ptr, sr.monoid.code,
-                                           sr.mul_code, one)
+        ptr, idx, val = K.spgemm.spgemm(A.indptr, A.indices, a_val, a_hv, B.indptr,
+                                        B.indices, b_val, b_hv, B.ncols, sr.monoid.code,
+                                        sr.mul_code, one)
     return Matrix._new(ptr, _narrow_indices(idx, B.ncols),
                        None if out_dt is None else val, (A.nrows, B.ncols))

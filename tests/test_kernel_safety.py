@@ -247,12 +247,29 @@ def test_huge_column_space_spgemm_twins():
         factor = np.int64(S.DENSE_ACC_FACTOR)
         ptr = getattr(S._symbolic, twin)(a_ptr, a_idx, B.indptr, B.indices, HUGE, factor, 2)
         assert ptr.tolist() == want_ptr, twin
-        idx, val = getattr(S._numeric, twin)(a_ptr, a_idx, a_val, True, B.indptr, B.indices,
-                                             B.values, True, HUGE, ptr, ADD_PLUS, MUL_TIMES,
-                                             one, np.empty(0, np.int64), True, factor, 2)
         # Rows: 2 B[0] + 3 B[2], B[2], (empty), -B[0]; columns ascending.
-        assert idx.tolist() == [3, 2 ** 33 + 7, HUGE - 1, 2 ** 33 + 7, 3, HUGE - 1], twin
-        assert val.tolist() == [4.0, -3.0, 3.0, -1.0, -2.0, -1.5], twin
+        want_idx = [3, 2 ** 33 + 7, HUGE - 1, 2 ** 33 + 7, 3, HUGE - 1]
+        want_val = [4.0, -3.0, 3.0, -1.0, -2.0, -1.5]
+        idx, val, counts = getattr(S._numeric, twin)(
+            a_ptr, a_idx, a_val, True, B.indptr, B.indices, B.values, True, HUGE, ptr,
+            ADD_PLUS, MUL_TIMES, one, np.empty(0, np.int64), True, factor, 2)
+        assert idx.tolist() == want_idx and val.tolist() == want_val, twin
+        assert counts.tolist() == np.diff(want_ptr).tolist(), twin
+        # spgemm's one pass: rows filled at their products' bounds, then
+        # packed; B's two rows share their columns, so row 0's bound is loose.
+        b_ptr, b_idx = np.array([0, 2, 4]), np.array([3, HUGE - 1, 3, HUGE - 1])
+        b_val = np.array([1.0, 2.0, 3.0, 4.0])
+        ub = getattr(S._row_bounds, twin)(np.array([0, 2, 3]), np.array([0, 1, 1]), b_ptr,
+                                          HUGE)
+        assert ub.tolist() == [0, 4, 6], twin
+        parts = getattr(S._numeric, twin)(
+            np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1.0, 2.0, 1.0]), True,
+            b_ptr, b_idx, b_val, True, HUGE, ub, ADD_PLUS, MUL_TIMES, one,
+            np.empty(0, np.int64), True, factor, 2)
+        assert parts[2].tolist() == [2, 2], twin
+        p, idx, val = getattr(S._pack, twin)(ub, parts[2], parts[0], parts[1])
+        assert p.tolist() == [0, 2, 4] and idx.tolist() == [3, HUGE - 1] * 2, twin
+        assert val.tolist() == [7.0, 10.0, 3.0, 4.0], twin
 
 
 # --------------------------------------------------------------------------
@@ -354,6 +371,31 @@ def test_spgemm_dense_and_hash_accumulators_agree(monkeypatch, ncols):
         _assert_same(dense, hashed, f"spgemm add={add}")
 
 
+
+@pytest.mark.parametrize("ncols", [150, 2 ** 20])
+def test_spgemm_one_pass_equals_two_passes(monkeypatch, ncols):
+    """``spgemm`` with and without its counting pass, on both accumulators and
+    with shared columns (loose row bounds to pack), gives the same arrays."""
+    from kernels.cpu import spgemm as K
+    from kernels import semiring_ops as ops
+    rng = np.random.default_rng(ncols + 7)
+    a_ptr, a_idx, _ = _rand_csr(rng, 40, 60, 8, 60)
+    b_ptr, b_idx, _ = _rand_csr(rng, 60, ncols, 10, 150)
+    a_val = rng.random(a_idx.size)
+    b_val = rng.random(b_idx.size)
+    for add, mul in ((ops.ADD_PLUS, ops.MUL_TIMES), (ops.ADD_MIN, ops.MUL_PLUS)):
+        for dense in (2 ** 40, 0):
+            monkeypatch.setattr(K, "DENSE_ACC_FACTOR", dense)
+            outs = []
+            for one_pass in (0, 2 ** 40):
+                monkeypatch.setattr(K, "ONE_PASS_FACTOR", one_pass)
+                outs.append(K.spgemm(a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val, True,
+                                     ncols, add, mul, np.ones(1)))
+            ptr = K.spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
+            assert int(ptr[-1]) < int(K._row_bounds(a_ptr, a_idx, b_ptr, ncols)[-1])
+            _assert_same(outs[0], outs[1], f"spgemm add={add} dense={dense}")
+
+
 def _spgemm_reference(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val):
     """Plain-Python plus_times: each column's terms summed in product order,
     the first term taken as is (so signed zeros and NaNs are exact)."""
@@ -404,14 +446,23 @@ def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed)
         monkeypatch.setattr(K, "DENSE_ACC_FACTOR", factor)
         ptr = K.spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
         assert np.array_equal(ptr, want[0])
+        # Rows at the exact row pointer, and (spgemm's one pass) at the
+        # products' bounds, then packed.
+        ub = K._row_bounds(a_ptr, a_idx, b_ptr, ncols)
+        assert ub[-1] > ptr[-1]
         for parts in (1, 3, 7, 64):
             for kern in (K._numeric.serial, K._numeric.parallel):
-                idx, val = kern(a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val, True, ncols,
-                                ptr, ops.ADD_PLUS, ops.MUL_TIMES, one, np.empty(0, np.int32),
-                                np.dtype(dtype).kind in "iuf", np.int64(factor), parts)
-                assert np.array_equal(idx, want[1]), (factor, parts)
-                bits = f"u{val.itemsize}"
-                assert np.array_equal(val.view(bits), want[2].view(bits)), (factor, parts)
+                for at in (ptr, ub):
+                    idx, val, counts = kern(a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val,
+                                            True, ncols, at, ops.ADD_PLUS, ops.MUL_TIMES, one,
+                                            np.empty(0, np.int32),
+                                            np.dtype(dtype).kind in "iuf", np.int64(factor),
+                                            parts)
+                    got_ptr, idx, val = K._pack(at, counts, idx, val)
+                    assert np.array_equal(got_ptr, want[0]), (factor, parts)
+                    assert np.array_equal(idx, want[1]), (factor, parts)
+                    bits = f"u{val.itemsize}"
+                    assert np.array_equal(val.view(bits), want[2].view(bits)), (factor, parts)
 
 
 @settings(max_examples=40, deadline=None)

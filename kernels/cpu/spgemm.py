@@ -164,26 +164,53 @@ def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, dense_factor, parts):
     return out_ptr
 
 
+# De Bruijn sequence and table: the index of a word's lowest set bit from
+# one multiply and one load (numba has no count-trailing-zeros).
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DEBRUIJN_INDEX = np.zeros(64, np.int64)
+for _b in range(64):
+    _DEBRUIJN_INDEX[int(((1 << _b) * 0x03F79D71B4CB0A89) % 2 ** 64) >> 58] = _b
+del _b
+
+#: A row of more than 16 columns is put in order by reading the bitmap over
+#: its span when that span covers at most this many columns per entry (the
+#: words read, one per 64 columns, are then fewer than the row's entries),
+#: else sorted.
+SPAN_PER_ENTRY = 64
+
+
 @numba.njit(cache=True, inline="always")
-def _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, reset, zero):
+def _by_bits(cnt, lo, hi):
+    """Whether a row of ``cnt`` columns in ``[lo, hi]`` is ordered by its bits."""
+    return cnt > 16 and hi - lo + 1 <= SPAN_PER_ENTRY * cnt
+
+
+@numba.njit(cache=True, inline="always")
+def _emit_bits(out_idx, seen, t, lo, hi, table):
+    """Write the columns whose bits are set in ``[lo, hi]`` to ``out_idx[t:]`` in
+    ascending order, clearing the words read; each set bit costs one multiply
+    and a load of ``table`` (``_DEBRUIJN_INDEX``), not a test of all 64."""
+    for w in range(lo >> 6, (hi >> 6) + 1):
+        word = seen[w]
+        if word == 0:
+            continue
+        seen[w] = 0
+        base = np.int64(w) << 6
+        while word:
+            low = word & (~word + np.uint64(1))
+            out_idx[t] = base + table[(low * _DEBRUIJN) >> np.uint64(58)]
+            t += 1
+            word ^= low
+
+
+@numba.njit(cache=True, inline="always")
+def _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, reset, zero, table):
     """Write a row's columns in order and clear its bits: read the bitmap's
-    words over [lo, hi] when the row is dense in that span (cheaper than
-    sorting), else sort what was touched.  With ``reset``, the row's
-    accumulator slots are set back to ``zero``."""
-    cnt = f - start
-    span = hi - lo + 1
-    if cnt > 16 and span <= 8 * cnt:
-        t = start
-        for w in range(lo >> 6, (hi >> 6) + 1):
-            word = seen[w]
-            if word == 0:
-                continue
-            seen[w] = 0
-            base = w << 6
-            for b in range(64):
-                if (word >> np.uint64(b)) & np.uint64(1):
-                    out_idx[t] = base + b
-                    t += 1
+    words over [lo, hi] when the row is dense enough in that span
+    (``_by_bits``; cheaper than sorting), else sort what was touched.  With
+    ``reset``, the row's accumulator slots are set back to ``zero``."""
+    if _by_bits(f - start, lo, hi):
+        _emit_bits(out_idx, seen, start, lo, hi, table)
     else:
         out_idx[start:f].sort()
         for t in range(start, f):
@@ -197,16 +224,26 @@ def _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, reset, zero)
 
 @numba.njit(cache=True, inline="always")
 def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, add,
-                 mul, onev, r0, r1, most, out_idx, out_val):
-    """Rows ``r0:r1`` of the product through a hash accumulator."""
+                 mul, onev, r0, r1, most, out_idx, out_val, counts, ncols, order):
+    """Rows ``r0:r1`` of the product through a hash accumulator.
+
+    A bitmap over the columns orders the long rows (``_by_bits``) when it
+    has no more words than the chunk's longest row has products, so it is
+    sized by the work: a LADIES probability row of 2.8e4 columns out of
+    2**20 took 2 ms to sort, most of its product.
+    """
     bits_most = table_bits(most)
     table = np.empty(np.int64(2) << bits_most, np.int64)
     acc = np.empty(np.int64(1) << bits_most, out_val.dtype)
+    use_bits = ncols <= 64 * most
+    seen = zero_bitmap(ncols if use_bits else 0)
     for i in range(r0, r1):
         bits = table_bits(_row_products(a_ptr, a_idx, b_ptr, i))
         clear_table(table, bits)
         start = out_ptr[i]
         f = start
+        lo = ncols
+        hi = np.int64(-1)
         for p in range(a_ptr[i], a_ptr[i + 1]):
             k = a_idx[p]
             av = a_val[p] if a_hv else onev
@@ -220,11 +257,20 @@ def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, 
                     acc[s] = prod
                     out_idx[f] = j
                     f += 1
+                    lo = min(lo, np.int64(j))
+                    hi = max(hi, np.int64(j))
                 else:
                     acc[s] = add_op(add, acc[s], prod)
-        out_idx[start:f].sort()
+        if use_bits and _by_bits(f - start, lo, hi):
+            for t in range(start, f):
+                j = np.uint64(out_idx[t])
+                seen[j >> np.uint64(6)] |= np.uint64(1) << (j & np.uint64(63))
+            _emit_bits(out_idx, seen, start, lo, hi, order)
+        else:
+            out_idx[start:f].sort()
         for t in range(start, f):
             out_val[t] = acc[probe(table, out_idx[t], bits)]
+        counts[i] = f - start
 
 
 @numba.njit(cache=True, nogil=True)
@@ -273,10 +319,14 @@ def _numeric_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
 @parallel_kernel(_numeric_work)
 def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
              ncols, out_ptr, add, mul, one, idx_proto, numeric, dense_factor, parts):
+    # ``out_ptr`` may also be an upper bound of every row (``_row_bounds``):
+    # rows are written from ``out_ptr[i]`` and ``counts`` says how many
+    # entries each holds.
     n = a_ptr.size - 1
     nnz = out_ptr[n]
     out_idx = np.empty(nnz, idx_proto.dtype)
     out_val = np.empty(nnz, one.dtype)
+    counts = np.empty(n, np.int64)
     onev = one[0]
     # plus_times on valued numbers is the common case: a branch-free loop
     # accumulating every product onto a slot that starts at -0 (the
@@ -284,12 +334,14 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     # 0 for integers), so a column's first term is not a special case.
     fast = add == ADD_PLUS and mul == MUL_TIMES and a_hv and b_hv and numeric
     zero = -(onev * 0)
+    order = _DEBRUIJN_INDEX
     bounds = _chunks(a_ptr, a_idx, b_ptr, parts)
     for c in prange(bounds.size - 1):
         total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
         if ncols > dense_factor * total:
             _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr,
-                         add, mul, onev, bounds[c], bounds[c + 1], most, out_idx, out_val)
+                         add, mul, onev, bounds[c], bounds[c + 1], most, out_idx, out_val,
+                         counts, ncols, order)
             continue
         seen = zero_bitmap(ncols)
         acc = _accumulator(ncols, one, zero, fast)
@@ -332,8 +384,9 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                         hi = max(hi, j)
                     else:
                         acc[j] = add_op(add, acc[j], prod)
-            _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, fast, zero)
-    return out_idx, out_val
+            _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, fast, zero, order)
+            counts[i] = f - start
+    return out_idx, out_val, counts
 
 
 def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
@@ -350,9 +403,87 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     # The branch-free plus_times loop needs an additive identity it can
     # start every slot at: real numbers have one (-0 or 0), booleans do not.
     numeric = np.dtype(one.dtype).kind in "iuf"
-    return _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-                    ncols, out_ptr, add, mul, one, proto, numeric,
-                    np.int64(DENSE_ACC_FACTOR), _parts())
+    out_idx, out_val, _ = _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                                   ncols, out_ptr, add, mul, one, proto, numeric,
+                                   np.int64(DENSE_ACC_FACTOR), _parts())
+    return out_idx, out_val
+
+
+#: ``spgemm`` skips the counting pass while the products number at most this
+#: many times the operands' entries: the rows are then filled into scratch
+#: sized by their products (an upper bound of their entries) and packed,
+#: which costs a copy of the output instead of a second pass over every
+#: product, with scratch no larger than a small multiple of the operands.
+#: Sparse-times-sparse products whose rows share few columns (a sampler's
+#: probability rows: a LADIES layer at R-MAT scale 16 has 2.3e5 products
+#: over 1.8e6 entries of A) take this path; squaring a graph with hubs,
+#: whose products far outnumber its entries, keeps two passes.
+ONE_PASS_FACTOR = 2
+
+
+@parallel_kernel(lambda a_ptr, a_idx, b_ptr, ncols: int(a_idx.size))
+def _row_bounds(a_ptr, a_idx, b_ptr, ncols):
+    """Exclusive scan of every row's products, capped at ``ncols``: an upper
+    bound of the product's row pointer."""
+    n = a_ptr.size - 1
+    ub = np.zeros(n + 1, np.int64)
+    for i in prange(n):
+        ub[i + 1] = min(_row_products(a_ptr, a_idx, b_ptr, i), ncols)
+    for i in range(n):
+        ub[i + 1] += ub[i]
+    return ub
+
+
+@parallel_kernel(lambda ub, counts, idx, val: int(ub[-1]))
+def _pack(ub, counts, idx, val):
+    """The rows filled at ``ub`` with ``counts`` entries, made contiguous:
+    (indptr, indices, values)."""
+    n = counts.size
+    ptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        ptr[i + 1] = ptr[i] + counts[i]
+    if ptr[n] == ub[n]:
+        return ptr, idx, val
+    out_idx = np.empty(ptr[n], idx.dtype)
+    out_val = np.empty(ptr[n], val.dtype)
+    for i in prange(n):
+        o = ptr[i]
+        s = ub[i]
+        for t in range(counts[i]):
+            out_idx[o + t] = idx[s + t]
+            out_val[o + t] = val[s + t]
+    return ptr, out_idx, out_val
+
+
+def spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, ncols, add, mul, one):
+    """``A @ B`` over a semiring: (indptr, indices, values).
+
+    The entries and values ``spgemm_symbolic`` then ``spgemm_numeric`` give
+    (the same accumulation, term for term), in one pass over the products
+    when they are few next to the operands (``ONE_PASS_FACTOR``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernels.cpu.spgemm import spgemm
+    >>> from kernels.semiring_ops import ADD_PLUS, MUL_TIMES
+    >>> ptr = np.array([0, 2, 3]); idx = np.array([0, 1, 1]); val = np.array([1.0, 2.0, 3.0])
+    >>> p, i, v = spgemm(ptr, idx, val, True, ptr, idx, val, True, 2, ADD_PLUS, MUL_TIMES,
+    ...                  np.ones(1))
+    >>> p.tolist(), i.tolist(), v.tolist()
+    ([0, 2, 3], [0, 1, 1], [1.0, 8.0, 9.0])
+    """
+    ub = _row_bounds(a_ptr, a_idx, b_ptr, np.int64(ncols))
+    if int(ub[-1]) > ONE_PASS_FACTOR * (int(a_idx.size) + int(b_idx.size)):
+        ptr = spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
+        return (ptr,) + spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val,
+                                       b_hv, ncols, ptr, add, mul, one)
+    proto = np.empty(0, index_dtype(ncols))
+    numeric = np.dtype(one.dtype).kind in "iuf"
+    idx, val, counts = _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                                ncols, ub, add, mul, one, proto, numeric,
+                                np.int64(DENSE_ACC_FACTOR), _parts())
+    return _pack(ub, counts, idx, val)
 
 
 @numba.njit(cache=True, inline="always")

@@ -231,6 +231,15 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     return out_idx, out_val
 
 
+def spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, ncols, add, mul, one):
+    """``A @ B`` over a semiring: (indptr, indices, values), by the counting
+    pass then the filling pass (the CPU kernel's one-pass variant bounds rows
+    by their products, which the sort-based device passes gain nothing from)."""
+    ptr = spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
+    return (ptr,) + spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                                   ncols, ptr, add, mul, one)
+
+
 def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
                   one):
     """``A @ B`` for an A with at most one entry per row (row gather)."""
