@@ -609,6 +609,33 @@ def test_numeric_spgemm_of_a_large_structural_product_runs_in_parallel():
     assert spgemm._numeric.work(*args) >= SERIAL_WORK
 
 
+
+def test_a_single_row_runs_serially_however_large():
+    """Kernels whose threads share out rows run one huge row on the serial
+    twin (a parallel region could only add its wake-up), and two rows of
+    the same work in parallel."""
+    from kernels.cpu import groups, sample, spgemm
+    from kernels.parallel import SERIAL_WORK
+    big = 10 * SERIAL_WORK
+    for rows in (1, 2):
+        ptr = np.array([0] + [big] * rows, np.int64)
+        idx = np.zeros(big, np.int64)
+        want = 0 if rows == 1 else big
+        assert sample.sample_csr.work(ptr, np.zeros(big), True, 5, None) == want
+        q_ptr = np.arange(rows + 1, dtype=np.int64)
+        assert sample.sample_gather.work(q_ptr, None, None, None, None, None, None, None,
+                                         None, None, big) == (0 if rows == 1 else 2 * big)
+        assert sample.dedup_sorted_rows.work(ptr, idx) == want
+        assert (spgemm._numeric.work(ptr, idx, None, None, ptr) > 0) == (rows == 2)
+        assert (spgemm._symbolic.work(ptr, idx, ptr) > 0) == (rows == 2)
+        assert spgemm._row_bounds.work(ptr, idx, ptr, 1) == want
+        assert spgemm._pack.work(ptr, np.zeros(rows), None, None) == want
+        assert (groups._extract.work(ptr, idx, np.zeros(rows, np.int64), None, np.zeros(0),
+                                     None, None, None) > 0) == (rows == 2)
+        assert (groups._compact.work(ptr, idx, np.array([0, rows]), np.zeros(0), None, None,
+                                     None) > 0) == (rows == 2)
+
+
 def _pending_interrupt_reported(levels):
     """What CPython raises when compiled code returns with a KeyboardInterrupt
     pending ``levels`` calls deep: SystemErrors, each caused by the one below."""

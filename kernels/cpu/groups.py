@@ -34,7 +34,7 @@ from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
 from kernels.common import sort_pairs, sort_range, zero_bitmap
-from kernels.parallel import parallel_kernel
+from kernels.parallel import over_rows, parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
 #: hash tables' slots are counted in 64 bits, but a table for 2**32 columns
@@ -105,7 +105,8 @@ TAG_LIMIT = 2 ** 32 - 1
 
 
 def _compact_work(ptr, idx, row_ptr, first, first_ptr, ncols, parts, *rest):
-    return int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size)
+    return over_rows(int(row_ptr[-1] - row_ptr[0]),
+                     int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size))
 
 
 @parallel_kernel(_compact_work)
@@ -311,7 +312,7 @@ def _order_row(keys, vals, lo, hi, m, slot):
 def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     # The rows' entries are scanned: rows times the mean row length (O(1)).
     n = max(1, int(ptr.size) - 1)
-    return int(rows.size) * max(1, int(ptr[-1]) // n) + int(cols.size)
+    return over_rows(int(rows.size), int(rows.size) * max(1, int(ptr[-1]) // n) + int(cols.size))
 
 
 @parallel_kernel(_extract_work)

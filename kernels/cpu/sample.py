@@ -20,7 +20,7 @@ from kernels.common import row_key
 from kernels.its import (GUIDE_MAX_D, GUIDE_MIN_D, UNIFORM, fill_row_guide, row_stats,
                          sample_one_row, sample_one_row_cpu, search_ahead,
                          search_first_draws)
-from kernels.parallel import parallel_kernel
+from kernels.parallel import over_rows, parallel_kernel
 
 
 @numba.njit(cache=True, inline="always")
@@ -56,7 +56,7 @@ def _exclusive_scan_into(counts):
 def _sample_csr_work(indptr, values, has_values, k_scalar, k_arr, *rest):
     # Every entry is scanned (weights) or the picks dominate (structural).
     rows = int(indptr.size) - 1
-    return int(indptr[-1]) if has_values else rows * max(1, int(k_scalar))
+    return over_rows(rows, int(indptr[-1]) if has_values else rows * max(1, int(k_scalar)))
 
 
 @parallel_kernel(_sample_csr_work)
@@ -177,7 +177,8 @@ def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_
                         a_prefix, a_guide, a_positives, a_modes, k_scalar, *rest):
     # Picks: rows times k.  A per-row k array's mean would need a pass over
     # it, so the scalar k (at least 1) stands for it: an estimate suffices.
-    return (int(q_indptr.size) - 1) * max(1, int(k_scalar))
+    rows = int(q_indptr.size) - 1
+    return over_rows(rows, rows * max(1, int(k_scalar)))
 
 
 @parallel_kernel(_sample_gather_work)
@@ -242,7 +243,7 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     return out_ptr, out
 
 
-@parallel_kernel(lambda indptr, pos: int(pos.size))
+@parallel_kernel(lambda indptr, pos: over_rows(int(indptr.size) - 1, int(pos.size)))
 def dedup_sorted_rows(indptr, pos):
     """Fold repeats in rows of sorted positions: (indptr, positions, counts)."""
     n = indptr.size - 1

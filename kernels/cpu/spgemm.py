@@ -33,7 +33,7 @@ import numpy as np
 from numba import prange
 
 from kernels.common import clear_table, index_dtype, probe, table_bits, zero_bitmap
-from kernels.parallel import parallel_kernel
+from kernels.parallel import over_rows, parallel_kernel
 from kernels.semiring_ops import ADD_PLUS, MUL_TIMES, add_op, mul_op
 
 #: A chunk uses the dense accumulator and bitmap while ``ncols <= DENSE_ACC_FACTOR
@@ -105,7 +105,8 @@ def _chunk_products(a_ptr, a_idx, b_ptr, r0, r1):
 def _spgemm_work(a_ptr, a_idx, b_ptr, *rest):
     # Entries of A times B's mean row length: the products, without a pass.
     nb = max(1, b_ptr.size - 1)
-    return int(a_idx.size) * max(1, int(b_ptr[-1]) // nb) if b_ptr.size else 0
+    return over_rows(int(a_ptr.size) - 1,
+                     int(a_idx.size) * max(1, int(b_ptr[-1]) // nb) if b_ptr.size else 0)
 
 
 @parallel_kernel(_spgemm_work)
@@ -421,7 +422,8 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
 ONE_PASS_FACTOR = 2
 
 
-@parallel_kernel(lambda a_ptr, a_idx, b_ptr, ncols: int(a_idx.size))
+@parallel_kernel(lambda a_ptr, a_idx, b_ptr, ncols: over_rows(int(a_ptr.size) - 1,
+                                                              int(a_idx.size)))
 def _row_bounds(a_ptr, a_idx, b_ptr, ncols):
     """Exclusive scan of every row's products, capped at ``ncols``: an upper
     bound of the product's row pointer."""
@@ -434,7 +436,7 @@ def _row_bounds(a_ptr, a_idx, b_ptr, ncols):
     return ub
 
 
-@parallel_kernel(lambda ub, counts, idx, val: int(ub[-1]))
+@parallel_kernel(lambda ub, counts, idx, val: over_rows(int(counts.size), int(ub[-1])))
 def _pack(ub, counts, idx, val):
     """The rows filled at ``ub`` with ``counts`` entries, made contiguous:
     (indptr, indices, values)."""
