@@ -33,7 +33,7 @@ from kernels.common import KernelLimitError, index_dtype
 from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
-from kernels.common import sort_pairs, sort_range, zero_bitmap
+from kernels.common import next_set_bit, sort_pairs, sort_range, zero_bitmap
 from kernels.parallel import over_rows, parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
@@ -76,13 +76,13 @@ def _dense(work, ncols):
 
 @numba.njit(cache=True, inline="always")
 def _scratch(work, most, ncols):
-    """A worker's column maps: ``(dense, tags, table, slot)``.
+    """A worker's column maps: ``(dense, tags, table, slot, marks)``.
 
     A tag array over the whole column space when the worker's ``work`` is
     within ``DENSE_FACTOR`` of it (one load per lookup), else a hash table
     for its ``most`` columns; ``slot`` holds the entry of each local column
-    of the current row (-1: none), for rows keeping many of their group's
-    columns (see ``_order_row``).
+    of the current row, and ``marks`` a bitmap of them, for rows keeping
+    many of their group's columns (see ``_order_row``).
     """
     dense = _dense(work, ncols)
     if dense:
@@ -91,7 +91,7 @@ def _scratch(work, most, ncols):
     else:
         tags = np.empty(0, np.int64)
         table = np.empty(np.int64(2) << _table_bits(most), np.int64)
-    return dense, tags, table, np.full(most, -1, np.int64)
+    return dense, tags, table, np.empty(most, np.int64), zero_bitmap(most)
 
 
 @numba.njit(cache=True, inline="always")
@@ -286,26 +286,35 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
 
 
 @numba.njit(cache=True, inline="always")
-def _order_row(keys, vals, lo, hi, m, slot):
+def _order_row(keys, vals, lo, hi, m, slot, marks):
     """Sort the kept entries ``keys[lo:hi]``: distinct local column ids in ``[0, m)``.
 
     A row keeping many of its group's ``m`` columns is placed by its ids
-    through ``slot`` and read back in order, O(kept + m) with no
-    allocation; a row keeping few is sorted (``sort_pairs``).
+    through ``slot`` and a bitmap of them (``marks``, m bits, left zeroed),
+    then read back in order, O(kept + m / 64) with no allocation; a row
+    keeping few is sorted (``sort_pairs``).  Reading all ``m`` slots
+    instead was a third of LADIES' second-layer extraction at R-MAT scale
+    16, whose rows keep 12 % of their entries.
     """
     kept = hi - lo
-    if kept <= 32 or m > 8 * kept:
+    if kept <= 32 or m > 64 * kept:
         sort_pairs(keys, vals, lo, hi)
         return
     for t in range(lo, hi):
-        slot[keys[t]] = vals[t]
+        k = np.uint64(keys[t])
+        slot[k] = vals[t]
+        marks[k >> np.uint64(6)] |= np.uint64(1) << (k & np.uint64(63))
     f = lo
-    for q in range(m):
-        v = slot[q]
-        if v >= 0:
-            keys[f] = q
-            vals[f] = v
-            slot[q] = -1
+    for w in range((m + 63) >> 6):
+        word = marks[w]
+        if word == 0:
+            continue
+        marks[w] = 0
+        base = np.int64(w) << 6
+        while word:
+            b, word = next_set_bit(word)
+            keys[f] = base + b
+            vals[f] = slot[base + b]
             f += 1
 
 
@@ -391,7 +400,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
             for i in range(t_r0[t], t_r1[t]):
                 w += ptr[rows[i] + 1] - ptr[rows[i]]
             work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
-        dense, tags, table, slot = _scratch(work, most, ncols)
+        dense, tags, table, slot, marks = _scratch(work, most, ncols)
         # With the tag array, a bitmap of the current group's columns too:
         # ncols / 8 bytes stay in cache where the tags (8 ncols) do not, and
         # most scanned entries are not kept (LADIES' second layer at R-MAT
@@ -462,7 +471,8 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                             tmp_src[f] = e
                             f += 1
                 cnt[i + 1] = f - ub[i]
-                _order_row(tmp_idx, tmp_src, ub[i], f, col_ptr[g + 1] - col_ptr[g], slot)
+                _order_row(tmp_idx, tmp_src, ub[i], f, col_ptr[g + 1] - col_ptr[g], slot,
+                           marks)
     for i in range(nr):
         cnt[i + 1] += cnt[i]
     out_idx = np.empty(cnt[nr], np.int64)

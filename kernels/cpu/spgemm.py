@@ -32,7 +32,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import clear_table, index_dtype, probe, table_bits, zero_bitmap
+from kernels.common import (clear_table, index_dtype, next_set_bit, probe, table_bits,
+                            zero_bitmap)
 from kernels.parallel import over_rows, parallel_kernel
 from kernels.semiring_ops import ADD_PLUS, MUL_TIMES, add_op, mul_op
 
@@ -165,14 +166,6 @@ def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, dense_factor, parts):
     return out_ptr
 
 
-# De Bruijn sequence and table: the index of a word's lowest set bit from
-# one multiply and one load (numba has no count-trailing-zeros).
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_DEBRUIJN_INDEX = np.zeros(64, np.int64)
-for _b in range(64):
-    _DEBRUIJN_INDEX[int(((1 << _b) * 0x03F79D71B4CB0A89) % 2 ** 64) >> 58] = _b
-del _b
-
 #: A row of more than 16 columns is put in order by reading the bitmap over
 #: its span when that span covers at most this many columns per entry (the
 #: words read, one per 64 columns, are then fewer than the row's entries),
@@ -187,10 +180,9 @@ def _by_bits(cnt, lo, hi):
 
 
 @numba.njit(cache=True, inline="always")
-def _emit_bits(out_idx, seen, t, lo, hi, table):
+def _emit_bits(out_idx, seen, t, lo, hi):
     """Write the columns whose bits are set in ``[lo, hi]`` to ``out_idx[t:]`` in
-    ascending order, clearing the words read; each set bit costs one multiply
-    and a load of ``table`` (``_DEBRUIJN_INDEX``), not a test of all 64."""
+    ascending order, clearing the words read (one step per set bit)."""
     for w in range(lo >> 6, (hi >> 6) + 1):
         word = seen[w]
         if word == 0:
@@ -198,20 +190,19 @@ def _emit_bits(out_idx, seen, t, lo, hi, table):
         seen[w] = 0
         base = np.int64(w) << 6
         while word:
-            low = word & (~word + np.uint64(1))
-            out_idx[t] = base + table[(low * _DEBRUIJN) >> np.uint64(58)]
+            b, word = next_set_bit(word)
+            out_idx[t] = base + b
             t += 1
-            word ^= low
 
 
 @numba.njit(cache=True, inline="always")
-def _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, reset, zero, table):
+def _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, reset, zero):
     """Write a row's columns in order and clear its bits: read the bitmap's
     words over [lo, hi] when the row is dense enough in that span
     (``_by_bits``; cheaper than sorting), else sort what was touched.  With
     ``reset``, the row's accumulator slots are set back to ``zero``."""
     if _by_bits(f - start, lo, hi):
-        _emit_bits(out_idx, seen, start, lo, hi, table)
+        _emit_bits(out_idx, seen, start, lo, hi)
     else:
         out_idx[start:f].sort()
         for t in range(start, f):
@@ -225,7 +216,7 @@ def _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, reset, zero,
 
 @numba.njit(cache=True, inline="always")
 def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, add,
-                 mul, onev, r0, r1, most, out_idx, out_val, counts, ncols, order):
+                 mul, onev, r0, r1, most, out_idx, out_val, counts, ncols):
     """Rows ``r0:r1`` of the product through a hash accumulator.
 
     A bitmap over the columns orders the long rows (``_by_bits``) when it
@@ -266,7 +257,7 @@ def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, 
             for t in range(start, f):
                 j = np.uint64(out_idx[t])
                 seen[j >> np.uint64(6)] |= np.uint64(1) << (j & np.uint64(63))
-            _emit_bits(out_idx, seen, start, lo, hi, order)
+            _emit_bits(out_idx, seen, start, lo, hi)
         else:
             out_idx[start:f].sort()
         for t in range(start, f):
@@ -335,14 +326,13 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     # 0 for integers), so a column's first term is not a special case.
     fast = add == ADD_PLUS and mul == MUL_TIMES and a_hv and b_hv and numeric
     zero = -(onev * 0)
-    order = _DEBRUIJN_INDEX
     bounds = _chunks(a_ptr, a_idx, b_ptr, parts)
     for c in prange(bounds.size - 1):
         total, most = _chunk_products(a_ptr, a_idx, b_ptr, bounds[c], bounds[c + 1])
         if ncols > dense_factor * total:
             _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr,
                          add, mul, onev, bounds[c], bounds[c + 1], most, out_idx, out_val,
-                         counts, ncols, order)
+                         counts, ncols)
             continue
         seen = zero_bitmap(ncols)
         acc = _accumulator(ncols, one, zero, fast)
@@ -385,7 +375,7 @@ def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                         hi = max(hi, j)
                     else:
                         acc[j] = add_op(add, acc[j], prod)
-            _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, fast, zero, order)
+            _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, fast, zero)
             counts[i] = f - start
     return out_idx, out_val, counts
 
