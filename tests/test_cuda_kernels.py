@@ -222,6 +222,14 @@ def _numeric_case(C, G, dev, rs, a_ptr, a_idx, b_ptr, b_idx, p, ptr, dt, add, mu
                                   dev(ptr), add, mul, dev(one))
     assert_same(got, want, f"numeric {what} {np.dtype(dt)} add={add} mul={mul} "
                 f"hv={a_hv},{b_hv}")
+    # mxm's entry point: one pass on the CPU for products this small, two on
+    # the device; the same arrays as the two passes above.
+    full = C.spgemm.spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, p, add,
+                           mul, one)
+    assert_same(full, (ptr,) + tuple(want), f"spgemm {what} {np.dtype(dt)} add={add}")
+    assert_same(G.spgemm.spgemm(dev(a_ptr), dev(a_idx), dev(a_val), a_hv, dev(b_ptr),
+                                dev(b_idx), dev(b_val), b_hv, p, add, mul, dev(one)),
+                full, f"spgemm twin {what} {np.dtype(dt)} add={add}")
 
 
 def check_spgemm(C, G, dev):
