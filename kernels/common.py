@@ -298,6 +298,33 @@ def next_set_bit(word):
     return np.int64(trailing_zeros(word)), word & (word - np.uint64(1))
 
 
+@numba.njit(cache=True, inline="always")
+def pop_set_bits(bits, lo, hi, out, t):
+    """Write the indices of the set bits of the words covering ``[lo, hi]`` to
+    ``out[t:]`` in ascending order, zero those words, and return the next
+    free position: a bitmap's members in order, one step per member.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernels.common import pop_set_bits
+    >>> bits = np.array([0b1001, 1 << 3], np.uint64); out = np.zeros(3, np.int64)
+    >>> pop_set_bits(bits, 0, 70, out, 0), out.tolist(), bits.tolist()
+    (3, [0, 3, 67], [0, 0])
+    """
+    for w in range(lo >> 6, (hi >> 6) + 1):
+        word = bits[w]
+        if word == 0:
+            continue
+        bits[w] = 0
+        base = np.int64(w) << 6
+        while word:
+            b, word = next_set_bit(word)
+            out[t] = base + b
+            t += 1
+    return t
+
+
 @numba.njit(cache=True, nogil=True)
 def zero_bitmap(n):
     """A zeroed bitmap of ``n`` bits (uint64 words): bit ``j`` is word ``j >> 6``,

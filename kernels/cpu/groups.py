@@ -33,7 +33,7 @@ from kernels.common import KernelLimitError, index_dtype
 from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
-from kernels.common import next_set_bit, sort_pairs, sort_range, zero_bitmap
+from kernels.common import pop_set_bits, sort_pairs, sort_range, zero_bitmap
 from kernels.parallel import over_rows, parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
@@ -304,18 +304,9 @@ def _order_row(keys, vals, lo, hi, m, slot, marks):
         k = np.uint64(keys[t])
         slot[k] = vals[t]
         marks[k >> np.uint64(6)] |= np.uint64(1) << (k & np.uint64(63))
-    f = lo
-    for w in range((m + 63) >> 6):
-        word = marks[w]
-        if word == 0:
-            continue
-        marks[w] = 0
-        base = np.int64(w) << 6
-        while word:
-            b, word = next_set_bit(word)
-            keys[f] = base + b
-            vals[f] = slot[base + b]
-            f += 1
+    pop_set_bits(marks, 0, m - 1, keys, lo)
+    for t in range(lo, hi):
+        vals[t] = slot[keys[t]]
 
 
 def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):

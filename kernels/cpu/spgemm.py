@@ -32,7 +32,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import (clear_table, index_dtype, next_set_bit, probe, table_bits,
+from kernels.common import (clear_table, index_dtype, pop_set_bits, probe, table_bits,
                             zero_bitmap)
 from kernels.parallel import over_rows, parallel_kernel
 from kernels.semiring_ops import ADD_PLUS, MUL_TIMES, add_op, mul_op
@@ -180,29 +180,13 @@ def _by_bits(cnt, lo, hi):
 
 
 @numba.njit(cache=True, inline="always")
-def _emit_bits(out_idx, seen, t, lo, hi):
-    """Write the columns whose bits are set in ``[lo, hi]`` to ``out_idx[t:]`` in
-    ascending order, clearing the words read (one step per set bit)."""
-    for w in range(lo >> 6, (hi >> 6) + 1):
-        word = seen[w]
-        if word == 0:
-            continue
-        seen[w] = 0
-        base = np.int64(w) << 6
-        while word:
-            b, word = next_set_bit(word)
-            out_idx[t] = base + b
-            t += 1
-
-
-@numba.njit(cache=True, inline="always")
 def _finish_row_bits(out_idx, out_val, acc, seen, start, f, lo, hi, reset, zero):
     """Write a row's columns in order and clear its bits: read the bitmap's
     words over [lo, hi] when the row is dense enough in that span
     (``_by_bits``; cheaper than sorting), else sort what was touched.  With
     ``reset``, the row's accumulator slots are set back to ``zero``."""
     if _by_bits(f - start, lo, hi):
-        _emit_bits(out_idx, seen, start, lo, hi)
+        pop_set_bits(seen, lo, hi, out_idx, start)
     else:
         out_idx[start:f].sort()
         for t in range(start, f):
@@ -257,7 +241,7 @@ def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, 
             for t in range(start, f):
                 j = np.uint64(out_idx[t])
                 seen[j >> np.uint64(6)] |= np.uint64(1) << (j & np.uint64(63))
-            _emit_bits(out_idx, seen, start, lo, hi)
+            pop_set_bits(seen, lo, hi, out_idx, start)
         else:
             out_idx[start:f].sort()
         for t in range(start, f):
