@@ -299,6 +299,13 @@ def next_set_bit(word):
 
 
 @numba.njit(cache=True, inline="always")
+def set_bit(bits, j):
+    """Set bit ``j`` of a bitmap of uint64 words (word ``j >> 6``)."""
+    jj = np.uint64(j)
+    bits[jj >> np.uint64(6)] |= np.uint64(1) << (jj & np.uint64(63))
+
+
+@numba.njit(cache=True, inline="always")
 def pop_set_bits(bits, lo, hi, out, t):
     """Write the indices of the set bits of the words covering ``[lo, hi]`` to
     ``out[t:]`` in ascending order, zero those words, and return the next

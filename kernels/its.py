@@ -188,6 +188,15 @@ GUIDE_MAX_D = 2 ** 31 - 1
 #: few cache lines, which a branch-free bisection reads about as fast as the
 #: guide's two (the guide's own line, then the prefix's).
 GUIDE_MIN_D = 32
+
+
+@numba.njit(cache=True, inline="always")
+def has_guide_length(d):
+    """Whether a weighted row of ``d`` entries is searched by its guide
+    (``GUIDE_MIN_D <= d <= GUIDE_MAX_D``), so has one in ``row_guide``."""
+    return GUIDE_MIN_D <= d <= GUIDE_MAX_D
+
+
 #: The guide bit of a bucket that holds no prefix value: every ``x`` in it
 #: has the same answer, the entry the guide names.
 GUIDE_EXACT = 2 ** 31
@@ -268,7 +277,7 @@ def _search_draw(prefix, guide, lo, hi, x, total, scale):
     """The entry a weighted draw ``x = u * total`` picks: guided when the row
     has a guide, else bisected (the same answer either way)."""
     if x < total:
-        if guide.size and GUIDE_MIN_D <= hi - lo <= GUIDE_MAX_D:
+        if guide.size and has_guide_length(hi - lo):
             return search_guided(prefix, guide, lo, hi, x, scale)
         return _search_below_total(prefix, lo, hi, x)
     return search_prefix(prefix, lo, hi, x)

@@ -33,7 +33,7 @@ from kernels.common import KernelLimitError, index_dtype
 from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
-from kernels.common import pop_set_bits, sort_pairs, sort_range, zero_bitmap
+from kernels.common import pop_set_bits, set_bit, sort_pairs, sort_range, zero_bitmap
 from kernels.parallel import over_rows, parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
@@ -301,9 +301,8 @@ def _order_row(keys, vals, lo, hi, m, slot, marks):
         sort_pairs(keys, vals, lo, hi)
         return
     for t in range(lo, hi):
-        k = np.uint64(keys[t])
-        slot[k] = vals[t]
-        marks[k >> np.uint64(6)] |= np.uint64(1) << (k & np.uint64(63))
+        slot[keys[t]] = vals[t]
+        set_bit(marks, keys[t])
     pop_set_bits(marks, 0, m - 1, keys, lo)
     for t in range(lo, hi):
         vals[t] = slot[keys[t]]

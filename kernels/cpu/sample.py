@@ -17,7 +17,7 @@ import numpy as np
 from numba import prange
 
 from kernels.common import row_key
-from kernels.its import (GUIDE_MAX_D, GUIDE_MIN_D, UNIFORM, fill_row_guide, row_stats,
+from kernels.its import (UNIFORM, fill_row_guide, has_guide_length, row_stats,
                          sample_one_row, sample_one_row_cpu, search_ahead,
                          search_first_draws)
 from kernels.parallel import over_rows, parallel_kernel
@@ -112,8 +112,8 @@ def row_guide(indptr, prefix, positives, modes):
     """The guide tables of ``kernels.its.search_guided`` for ``row_prefix``'s prefixes.
 
     uint32 row offsets, one per entry, filled for the rows that weighted
-    draws search by the guide (weighted mode, a positive entry, from
-    ``GUIDE_MIN_D`` to ``GUIDE_MAX_D`` entries); the other entries are never
+    draws search by the guide (weighted mode, a positive entry, a length
+    ``kernels.its.has_guide_length`` accepts); the other entries are never
     read and are left unset.  Cached beside the prefixes by the fused path:
     4 bytes per entry.
     """
@@ -122,7 +122,7 @@ def row_guide(indptr, prefix, positives, modes):
     for i in prange(n):
         lo = indptr[i]
         hi = indptr[i + 1]
-        if modes[i] != UNIFORM and positives[i] > 0 and GUIDE_MIN_D <= hi - lo <= GUIDE_MAX_D:
+        if modes[i] != UNIFORM and positives[i] > 0 and has_guide_length(hi - lo):
             fill_row_guide(prefix, lo, hi, guide)
     return guide
 

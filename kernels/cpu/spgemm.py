@@ -32,8 +32,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import (clear_table, index_dtype, pop_set_bits, probe, table_bits,
-                            zero_bitmap)
+from kernels.common import (clear_table, index_dtype, pop_set_bits, probe, set_bit,
+                            table_bits, zero_bitmap)
 from kernels.parallel import over_rows, parallel_kernel
 from kernels.semiring_ops import ADD_PLUS, MUL_TIMES, add_op, mul_op
 
@@ -239,8 +239,7 @@ def _hashed_rows(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, out_ptr, 
                     acc[s] = add_op(add, acc[s], prod)
         if use_bits and _by_bits(f - start, lo, hi):
             for t in range(start, f):
-                j = np.uint64(out_idx[t])
-                seen[j >> np.uint64(6)] |= np.uint64(1) << (j & np.uint64(63))
+                set_bit(seen, out_idx[t])
             pop_set_bits(seen, lo, hi, out_idx, start)
         else:
             out_idx[start:f].sort()
