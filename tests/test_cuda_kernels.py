@@ -577,6 +577,14 @@ def check_groups(C, G, dev):
         got = G.groups.extract_groups(dev(ptr), dev(idx), dev(rows), dev(rptr),
                                       dev(cols), dev(cptr), ncols)
         assert_same(got, want, f"extract_groups {what}")
+        if nrows:
+            # Rows before and after the groups: empty output rows.
+            rows2 = np.concatenate([[nrows - 1], rows, [0, nrows // 2]]).astype(np.int64)
+            want2 = C.groups.extract_groups(ptr, idx, rows2, rptr + 1, cols, cptr, ncols)
+            got2 = G.groups.extract_groups(dev(ptr), dev(idx), dev(rows2), dev(rptr + 1),
+                                           dev(cols), dev(cptr), ncols)
+            assert_same(got2, want2, f"extract_groups {what}, rows outside the groups")
+            assert int(np.diff(want2[0])[[0, -2, -1]].max()) == 0
         if dup:
             assert want[3] >= 0 or not any(c.size >= 2 for c in colss[::2])
 

@@ -13,9 +13,9 @@ sorting instead:
   order.  A repeat among a group's ``first`` columns is a run element past
   the head that came from ``first``.
 * ``extract_groups``: each group's columns are sorted (stably) once; one
-  thread per output row looks its entries' columns up by binary search
-  (``kernels.common.lower_bound``), the last of equal columns winning, as
-  the CPU stamp does.
+  thread per entry of the selected rows looks its column up by binary
+  search (``kernels.common.lower_bound``), the last of equal columns
+  winning, as the CPU stamp does.
 
 Rows are then sorted by output column with a stable (row, column) sort;
 columns are distinct within a row, so the order is the CPU one.
@@ -33,38 +33,42 @@ lower_bound = device(_lower_bound)
 
 
 @cuda.jit(cache=True)
-def _seq_first(first, first_ptr, base, seq_grp, seq_col, seq_src):
-    """Group g's leading columns at the head of its sequence segment."""
-    G = first_ptr.size - 1
+def _seq_first(first, first_ptr, f_grp, base, seq_grp, seq_col, seq_src):
+    """Each group's leading columns at the head of its sequence segment.
+
+    One thread per column, not per group: a group's leading columns are a
+    whole frontier (a GraphSAGE hop's destinations), and a thread per group
+    copied them alone while the others idled.
+    """
+    f0 = first_ptr[0]
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    for g in range(start, G, stride):
-        s = base[g]
-        for t in range(first_ptr[g], first_ptr[g + 1]):
-            seq_grp[s] = g
-            seq_col[s] = first[t]
-            seq_src[s] = -1 - t  # negative: a position in ``first``
-            s += 1
+    for u in range(start, f_grp.size, stride):
+        t = f0 + u
+        g = f_grp[u]
+        s = base[g] + (t - first_ptr[g])
+        seq_grp[s] = g
+        seq_col[s] = first[t]
+        seq_src[s] = -1 - t  # negative: a position in ``first``
 
 
 @cuda.jit(cache=True)
-def _seq_entries(ptr, idx, row_ptr, row_grp, first_ptr, base, seq_grp,
+def _seq_entries(ptr, idx, row_ptr, row_grp, row_of, first_ptr, base, seq_grp,
                  seq_col, seq_src):
-    """Entries of each row after their group's leading columns."""
+    """Entries of each row after their group's leading columns (one thread
+    per entry)."""
     r0 = row_ptr[0]
-    nr = row_ptr[row_ptr.size - 1] - r0
+    e0 = ptr[r0]
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    for rr in range(start, nr, stride):
-        r = r0 + rr
-        g = row_grp[rr]
+    for u in range(start, row_of.size, stride):
+        g = row_grp[row_of[u]]
+        e = e0 + u
         s = (base[g] + (first_ptr[g + 1] - first_ptr[g])
-             + (ptr[r] - ptr[row_ptr[g]]))
-        for e in range(ptr[r], ptr[r + 1]):
-            seq_grp[s] = g
-            seq_col[s] = idx[e]
-            seq_src[s] = e
-            s += 1
+             + (e - ptr[row_ptr[g]]))
+        seq_grp[s] = g
+        seq_col[s] = idx[e]
+        seq_src[s] = e
 
 
 def _owners(xp, ptr):
@@ -109,13 +113,16 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     seq_col = xp.empty(L, np.int64)
     seq_src = xp.empty(L, np.int64)
     if n_first:
-        _seq_first[blocks(G), BLOCK](first, first_ptr, base, seq_grp, seq_col,
-                                     seq_src)
+        _seq_first[blocks(n_first), BLOCK](first, first_ptr, _owners(xp, first_ptr), base,
+                                           seq_grp, seq_col, seq_src)
     row_grp = _owners(xp, row_ptr)
+    # Row of every entry (relative to r0): the entries' kernel and the final
+    # (row, column) sort both need it.
+    row_of = _owners(xp, ptr[r0:r1 + 1].astype(np.int64)) if n_entries else None
     if n_entries:
-        _seq_entries[blocks(r1 - r0), BLOCK](ptr, idx, row_ptr, row_grp,
-                                             first_ptr, base, seq_grp,
-                                             seq_col, seq_src)
+        _seq_entries[blocks(n_entries), BLOCK](ptr, idx, row_ptr, row_grp, row_of,
+                                               first_ptr, base, seq_grp, seq_col,
+                                               seq_src)
     # Runs of one column within one group, in sequence order.
     order = stable_order(xp, seq_grp, seq_col, G, ncols)
     sg = seq_grp[order]
@@ -147,56 +154,27 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     local[ssrc[is_entry] - nnz_base] = gid[run_of[is_entry]]
     if n_entries == 0:
         return empty.astype(out_type), empty.copy(), kept, kept_ptr, first_dup
-    row_of = _owners(xp, ptr[r0:r1 + 1].astype(np.int64))
     o = _row_sort(xp, row_of, local, r1 - r0, R)
     perm = o + nnz_base if with_perm else empty.copy()
     return local[o].astype(out_type), perm, kept, kept_ptr, first_dup
 
 
 @cuda.jit(cache=True)
-def _extract_count(ptr, idx, rows, row_grp, col_ptr, sorted_cols, counts):
-    nr = rows.size
+def _extract_match(idx, e_src, e_grp, col_ptr, sorted_cols, sorted_pos, hit):
+    """Entry t's position among its group's columns, or -1 if not there."""
     c0 = col_ptr[0]
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    for i in range(start, nr, stride):
-        c = 0
-        g = row_grp[i]
-        if g >= 0:
-            lo = col_ptr[g] - c0
-            hi = col_ptr[g + 1] - c0
-            r = rows[i]
-            for e in range(ptr[r], ptr[r + 1]):
-                v = idx[e]
-                p = lower_bound(sorted_cols, lo, hi, v + 1) - 1
-                if p >= lo and sorted_cols[p] == v:
-                    c += 1
-        counts[i + 1] = c
-
-
-@cuda.jit(cache=True)
-def _extract_fill(ptr, idx, rows, row_grp, col_ptr, sorted_cols, sorted_pos,
-                  out_ptr, e_row, e_idx, e_src):
-    nr = rows.size
-    c0 = col_ptr[0]
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for i in range(start, nr, stride):
-        g = row_grp[i]
-        if g < 0:
-            continue
+    for t in range(start, e_src.size, stride):
+        g = e_grp[t]
         lo = col_ptr[g] - c0
         hi = col_ptr[g + 1] - c0
-        r = rows[i]
-        f = out_ptr[i]
-        for e in range(ptr[r], ptr[r + 1]):
-            v = idx[e]
-            p = lower_bound(sorted_cols, lo, hi, v + 1) - 1
-            if p >= lo and sorted_cols[p] == v:
-                e_row[f] = i
-                e_idx[f] = sorted_pos[p]
-                e_src[f] = e
-                f += 1
+        v = idx[e_src[t]]
+        p = lower_bound(sorted_cols, lo, hi, v + 1) - 1
+        if p >= lo and sorted_cols[p] == v:
+            hit[t] = sorted_pos[p]
+        else:
+            hit[t] = -1
 
 
 def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
@@ -233,17 +211,32 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     r0 = host_int(row_ptr[0])
     r1 = host_int(row_ptr[G])
     row_grp[r0:r1] = _owners(xp, row_ptr)
-    _extract_count[blocks(nr), BLOCK](ptr, idx, rows, row_grp, col_ptr,
-                                      sorted_cols, out_ptr)
-    out_ptr = scan(xp, out_ptr)
-    nnz = host_int(out_ptr[nr])
-    if nnz == 0:
+    # One thread per entry of the rows, not per row: a hub row (LADIES'
+    # probability rows hold a whole neighbourhood) would keep one thread
+    # busy while the others idle.
+    in_grp = row_grp >= 0
+    r = xp.where(in_grp, rows.astype(np.int64), 0)
+    starts = ptr[r].astype(np.int64)
+    row_off = xp.zeros(nr + 1, np.int64)
+    row_off[1:] = xp.where(in_grp, ptr[r + 1].astype(np.int64) - starts, 0)
+    row_off = scan(xp, row_off)
+    T = host_int(row_off[nr])
+    if T == 0:
         return out_ptr, empty, empty.copy(), first_dup
-    e_row = xp.empty(nnz, np.int64)
-    e_idx = xp.empty(nnz, np.int64)
-    e_src = xp.empty(nnz, np.int64)
-    _extract_fill[blocks(nr), BLOCK](ptr, idx, rows, row_grp, col_ptr,
-                                     sorted_cols, sorted_pos, out_ptr, e_row,
-                                     e_idx, e_src)
+    e_row = _owners(xp, row_off)
+    e_src = starts[e_row] + (xp.arange(T, dtype=np.int64) - row_off[e_row])
+    hit = xp.empty(T, np.int64)
+    _extract_match[blocks(T), BLOCK](idx, e_src, row_grp[e_row], col_ptr,
+                                     sorted_cols, sorted_pos, hit)
+    keep = hit >= 0
+    e_row = e_row[keep]
+    e_idx = hit[keep]
+    e_src = e_src[keep]
+    if e_row.size == 0:
+        return out_ptr, empty, empty.copy(), first_dup
+    out_ptr[1:] = xp.bincount(e_row, minlength=nr)
+    out_ptr = scan(xp, out_ptr)
+    # Entries are in (row, position) order; the stable sort by output column
+    # within each row is the CPU kernel's order (columns are distinct in a row).
     order = _row_sort(xp, e_row, e_idx, nr, c1)
     return out_ptr, e_idx[order], e_src[order], first_dup
