@@ -52,3 +52,22 @@ def add_op(code, x, y):
     if code == ADD_TIMES:
         return x * y
     return x
+
+
+@numba.njit(cache=True, inline="always")
+def fold_row(val, lo, hi, hv, code, one, out, i):
+    """``out[i]``: entries ``lo .. hi - 1`` folded left to right with the
+    additive monoid ``code`` (``hi - lo`` copies of ``one`` when ``hv`` is
+    False); ``hi > lo``.
+
+    Both backends' row reductions call this one function, so the running
+    value has the same type everywhere: the type numba gives the fold of the
+    operands (float32 stays float32; small integers widen to int64 and wrap
+    once, on the store, to the same result as wrapping at every step).  It
+    lives in a register: a GPU thread that kept it in ``out[i]`` paid a
+    round trip to memory per entry.
+    """
+    acc = val[lo] if hv else one
+    for q in range(lo + 1, hi):
+        acc = add_op(code, acc, val[q] if hv else one)
+    out[i] = acc

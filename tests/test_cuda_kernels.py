@@ -401,6 +401,20 @@ def check_reduce(C, G, dev):
             got = G.reduce.reduce_rows(dev(ptr), dev(v), hv, op, dev(identity),
                                        dev(one))
             assert_same(got, want, f"reduce_rows {name} hv={hv} op={op}")
+    # The fold's type: float32 rounds at every step (1 + 2**-24 + 2**-24 is 1
+    # in float32, not the float64 sum rounded once) and int32 sums wrap.
+    ptr = np.array([0, 3, 6], np.int64)
+    for v, plus in ((np.array([1, 2**-24, 2**-24, 3, 1e8, -1e8], np.float32), [1, 0]),
+                    (np.array([2**31 - 1, 5, 7, -2**31, -9, 4], np.int32),
+                     [-2**31 + 11, -2**31 - 5 + 2**32])):
+        for op in (ops.ADD_PLUS, ops.ADD_TIMES):
+            args = (v, True, op, np.zeros(1, v.dtype), np.ones(1, v.dtype))
+            want = C.reduce.reduce_rows(ptr, *args)
+            got = G.reduce.reduce_rows(dev(ptr), *[dev(a) if isinstance(a, np.ndarray) else a
+                                                   for a in args])
+            assert_same(got, want, f"reduce_rows fold type {v.dtype} op={op}")
+            if op == ops.ADD_PLUS:
+                assert want.tolist() == plus, (v.dtype, want)
 
 
 # --------------------------------------------------------------------------

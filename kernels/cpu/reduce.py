@@ -4,12 +4,11 @@
 reduces to; ``op`` is a ``kernels.semiring_ops`` additive code.
 """
 
-import numba
 import numpy as np
 from numba import prange
 
 from kernels.parallel import parallel_kernel
-from kernels.semiring_ops import add_op
+from kernels.semiring_ops import fold_row
 
 
 @parallel_kernel(lambda ptr, val, hv, op, identity, one: int(ptr[-1]) + int(ptr.size))
@@ -23,8 +22,5 @@ def reduce_rows(ptr, val, hv, op, identity, one):
         if hi == lo:
             out[i] = identity[0]
             continue
-        acc = val[lo] if hv else onev
-        for q in range(lo + 1, hi):
-            acc = add_op(op, acc, val[q] if hv else onev)
-        out[i] = acc
+        fold_row(val, lo, hi, hv, op, onev, out, i)
     return out

@@ -1,17 +1,18 @@
 """Row-wise reduction with a monoid, CUDA.
 
 Twin of ``kernels.cpu.reduce``: one thread per row folds the row left to
-right, as the CPU kernel does.  ``identity`` (length-1 array of the output
-dtype) is what an empty row reduces to; ``op`` is a
+right with the helper the CPU kernel calls
+(``kernels.semiring_ops.fold_row``).  ``identity`` (length-1 array of the
+output dtype) is what an empty row reduces to; ``op`` is a
 ``kernels.semiring_ops`` additive code.
 """
 
 from numba import cuda
 
 from kernels.cuda._util import BLOCK, _xp, blocks, device
-from kernels.semiring_ops import add_op as _add_op
+from kernels.semiring_ops import fold_row as _fold_row
 
-add_op = device(_add_op)
+fold_row = device(_fold_row)
 
 
 @cuda.jit(cache=True)
@@ -26,13 +27,7 @@ def _reduce_rows(ptr, val, hv, op, identity, one, out):
         if hi == lo:
             out[i] = identity[0]
             continue
-        # The running value lives in out[i], in the output dtype (spla passes
-        # val, one and identity in that dtype): floats round at every step
-        # as the CPU accumulator does, integers wrap to the same result, and
-        # under the simulator no step is computed in a wider type.
-        out[i] = val[lo] if hv else onev
-        for q in range(lo + 1, hi):
-            out[i] = add_op(op, out[i], val[q] if hv else onev)
+        fold_row(val, lo, hi, hv, op, onev, out, i)
 
 
 def reduce_rows(ptr, val, hv, op, identity, one):
