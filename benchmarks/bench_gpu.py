@@ -26,7 +26,9 @@ Times are the median of ``--repeats`` timed runs after a warm-up, with the
 device synchronised before the clock stops.  ``--profile`` adds the
 host-side profile (cProfile, top functions by own time) of one GraphSAGE
 bulk of 16 and one LADIES bulk, which shows where launch and
-synchronisation overheads go.  Results go to
+synchronisation overheads go, and the GPU time of every numba-cuda kernel
+in those calls and in LADIES and FastGCN one minibatch per call (each
+launch timed between two device synchronisations).  Results go to
 ``benchmarks/results/gpu_<device>.md`` (e.g. ``gpu_h100.md``) unless
 ``--out`` says otherwise.  On a machine without a GPU the script exits with
 status 2 and says what is missing.
@@ -34,6 +36,8 @@ status 2 and says what is missing.
 
 import argparse
 import cProfile
+import collections
+import importlib
 import io
 import os
 import pstats
@@ -278,13 +282,84 @@ def profile(cupy, out, G):
         out += [f"### {name}\n", "```", text.strip(), "```", ""]
 
 
+class _TimedKernel:
+    """A numba-cuda kernel whose launches are timed between two syncs."""
+
+    def __init__(self, kernel, name, sync, totals, counts):
+        self.kernel, self.name, self.sync = kernel, name, sync
+        self.totals, self.counts = totals, counts
+
+    def __getitem__(self, config):
+        launch = self.kernel[config]
+
+        def run(*args):
+            self.sync()
+            t0 = time.perf_counter()
+            launch(*args)
+            self.sync()
+            self.totals[self.name] += time.perf_counter() - t0
+            self.counts[self.name] += 1
+        return run
+
+
+def kernel_times(cupy, out, G):
+    """GPU time per kernel of one sample call (launches serialised)."""
+    import sampling
+    sync = cupy.cuda.Device().synchronize
+    totals, counts = collections.defaultdict(float), collections.Counter()
+    patched = []
+    for m in ("sample", "groups", "reduce", "spgemm", "extract", "csr", "ewise", "topk"):
+        try:
+            mod = importlib.import_module("kernels.cuda." + m)
+        except ImportError:
+            continue
+        for name, obj in list(vars(mod).items()):
+            if name.startswith("_") and "CUDA" in type(obj).__name__:
+                patched.append((mod, name, obj))
+                setattr(mod, name, _TimedKernel(obj, f"{m}.{name}", sync, totals, counts))
+    rng = np.random.default_rng(4)
+    batches = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(16)]
+    out += ["## GPU time per kernel, one sample call\n",
+            "Each numba-cuda launch between two device synchronisations, summed per "
+            "kernel; the wall time includes those synchronisations.\n",
+            "| call | wall | kernels | largest kernels (ms, launches) |", "|---|---|---|---|"]
+    try:
+        for name, s, bs in (("GraphSAGE [15, 10, 5], bulk 16",
+                             sampling.GraphSAGE(G, [15, 10, 5]), batches),
+                            ("LADIES [512, 512], bulk 16", sampling.LADIES(G, [512, 512]),
+                             batches),
+                            ("LADIES, one minibatch", sampling.LADIES(G, [512, 512]),
+                             batches[:1]),
+                            ("FastGCN, one minibatch", sampling.FastGCN(G, [512, 512]),
+                             batches[:1])):
+            s.sample(bs, seed=1)
+            sync()
+            totals.clear()
+            counts.clear()
+            t0 = time.perf_counter()
+            s.sample(bs, seed=1)
+            sync()
+            wall = time.perf_counter() - t0
+            top = sorted(totals.items(), key=lambda kv: -kv[1])[:5]
+            text = ", ".join(f"`{k}` {v * 1e3:.1f} (x{counts[k]})" for k, v in top)
+            print(f"{name}: {wall * 1e3:.1f} ms, kernels {sum(totals.values()) * 1e3:.1f} ms: "
+                  f"{text}", flush=True)
+            out.append(f"| {name} | {wall * 1e3:.1f} ms | "
+                       f"{sum(totals.values()) * 1e3:.1f} ms | {text} |")
+    finally:
+        for mod, name, obj in patched:
+            setattr(mod, name, obj)
+    out.append("")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sections", default=",".join(SECTIONS),
                    help="comma-separated subset of: " + ", ".join(SECTIONS))
     p.add_argument("--quick", action="store_true", help="scale 16, bulks 4 and 16, 2 repeats")
     p.add_argument("--no-tests", action="store_true", help="skip the GPU test run")
-    p.add_argument("--profile", action="store_true", help="add the host-side profile")
+    p.add_argument("--profile", action="store_true",
+                   help="add the host-side profile and the GPU time per kernel")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default=None, help="results file (default: results/gpu_<device>.md)")
     args = p.parse_args(argv)
@@ -326,6 +401,7 @@ def main(argv=None):
         layerwise(cupy, args, out, G)
     if args.profile:
         profile(cupy, out, G)
+        kernel_times(cupy, out, G)
     if "spgemm" in sections:
         spgemm(cupy, args, out)
     out.insert(5, f"- Wall time {time.perf_counter() - t0:.0f} s\n")
