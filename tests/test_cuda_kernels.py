@@ -687,6 +687,25 @@ def _np(a):
     return a
 
 
+def test_numba_cuda_numpy_clash_is_a_clear_error():
+    """A numpy the installed numba-cuda cannot load under is named at import,
+    not met inside the first kernel compilation."""
+    from kernels.cuda import _util
+
+    def clash(name):
+        assert name == "numba.cuda.cudaimpl"
+        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+    with pytest.raises(ImportError, match=r"numba-cuda .* numpy .*row_stack.*numpy<2\.5"):
+        _util.check_numba_cuda(clash)
+    _util.check_numba_cuda()  # the installed pair loads
+
+    def elsewhere(name):
+        raise ModuleNotFoundError(name)
+
+    _util.check_numba_cuda(elsewhere)  # another layout: nothing to check here
+
+
 @sim
 @pytest.mark.cudasim
 def test_sim_simulator_is_on():

@@ -5,4 +5,9 @@ allocates its outputs with the array module of its inputs (cupy on a GPU,
 numpy under the CUDA simulator).
 """
 
-from kernels.cuda import csr, ewise, extract, groups, reduce, sample, spgemm, topk  # noqa: F401
+from kernels.cuda import _util
+
+if not _util.SIM:
+    _util.check_numba_cuda()
+
+from kernels.cuda import csr, ewise, extract, groups, reduce, sample, spgemm, topk  # noqa: E402,F401

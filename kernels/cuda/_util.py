@@ -16,6 +16,9 @@
   array steps between kernel launches.
 """
 
+import importlib
+from importlib import metadata
+
 import numpy as np
 from numba import config
 
@@ -75,6 +78,30 @@ else:
 
     def device(fn):
         return fn
+
+
+def check_numba_cuda(import_module=importlib.import_module):
+    """Load numba-cuda's numpy bindings now, or say which versions clash.
+
+    numba-cuda loads them at its first kernel compilation, so a numpy it
+    does not support fails deep inside the first GPU call, with an
+    AttributeError about numpy (numba-cuda 0.30.4 under numpy 2.5.2: no
+    ``np.row_stack``).  ``kernels.cuda`` calls this at import instead.
+    """
+    try:
+        import_module("numba.cuda.cudaimpl")
+    except ModuleNotFoundError:
+        return  # another layout of numba's CUDA target: its first compilation will tell
+    except AttributeError as exc:
+        try:
+            nc = metadata.version("numba-cuda")
+        except metadata.PackageNotFoundError:
+            nc = "(version unknown)"
+        raise ImportError(
+            f"kernels.cuda: numba-cuda {nc} cannot load its numpy bindings under numpy "
+            f"{np.__version__} ({exc}); install a numpy this numba-cuda supports (numba-cuda "
+            "0.30.4 works with numpy 2.4 and fails with 2.5: pip install 'numpy<2.5') or a "
+            "newer numba-cuda") from exc
 
 
 def scan(xp, ptr):
