@@ -24,6 +24,13 @@ from numba import config
 
 SIM = bool(config.ENABLE_CUDASIM)
 
+#: Items (products, entries) expanded at once by a kernel that expands rows:
+#: rows are cut into chunks of at most this many (a row with more is a chunk
+#: alone), so the expansion's buffers (about 40 bytes per item with a sort's)
+#: stay bounded whatever the input's size.  Tiny under the simulator, where
+#: the tests' inputs are tiny, so the chunked path is what they check.
+CHUNK_ITEMS = 7 if SIM else 1 << 26
+
 #: Threads per block.
 BLOCK = 8 if SIM else 256
 #: Cap on blocks per launch (grid-stride loops cover the rest).
@@ -102,6 +109,27 @@ def check_numba_cuda(import_module=importlib.import_module):
             f"{np.__version__} ({exc}); install a numpy this numba-cuda supports (numba-cuda "
             "0.30.4 works with numpy 2.4 and fails with 2.5: pip install 'numpy<2.5') or a "
             "newer numba-cuda") from exc
+
+
+def row_chunks(row_off, total):
+    """Row ranges ``(r0, r1, t0, t1)`` whose items ``[t0, t1)`` number at most
+    ``CHUNK_ITEMS`` (a row with more is a chunk alone).
+
+    ``row_off`` (n + 1 int64, on either device) holds the items before each
+    row, ``row_off[0] == 0``; ``total`` is ``row_off[n]``.  It is copied to
+    the host only when there is more than one chunk.
+    """
+    n = row_off.size - 1
+    if total <= CHUNK_ITEMS:
+        return [(0, n, 0, total)]
+    off = to_host(row_off)
+    chunks, r0 = [], 0
+    while r0 < n:
+        r1 = int(np.searchsorted(off, off[r0] + CHUNK_ITEMS, side="right")) - 1
+        r1 = min(n, max(r1, r0 + 1))
+        chunks.append((r0, r1, int(off[r0]), int(off[r1])))
+        r0 = r1
+    return chunks
 
 
 def scan(xp, ptr):

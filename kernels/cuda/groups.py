@@ -26,7 +26,7 @@ from numba import cuda
 
 from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
-from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
+from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, row_chunks, scan,
                                 stable_order)
 
 lower_bound = device(_lower_bound)
@@ -221,17 +221,23 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     row_off[1:] = xp.where(in_grp, ptr[r + 1].astype(np.int64) - starts, 0)
     row_off = scan(xp, row_off)
     T = host_int(row_off[nr])
-    if T == 0:
+    # Chunks of whole rows bound the expansion's buffers (rows selected from
+    # a whole graph would otherwise need several int64 arrays per entry).
+    kept = []
+    for q0, q1, t0, t1 in row_chunks(row_off, T):
+        if t1 == t0:
+            continue
+        e_row = q0 + _owners(xp, row_off[q0:q1 + 1])
+        e_src = starts[e_row] + (xp.arange(t0, t1, dtype=np.int64) - row_off[e_row])
+        hit = xp.empty(t1 - t0, np.int64)
+        _extract_match[blocks(t1 - t0), BLOCK](idx, e_src, row_grp[e_row], col_ptr,
+                                               sorted_cols, sorted_pos, hit)
+        keep = hit >= 0
+        kept.append((e_row[keep], hit[keep], e_src[keep]))
+    if not kept:
         return out_ptr, empty, empty.copy(), first_dup
-    e_row = _owners(xp, row_off)
-    e_src = starts[e_row] + (xp.arange(T, dtype=np.int64) - row_off[e_row])
-    hit = xp.empty(T, np.int64)
-    _extract_match[blocks(T), BLOCK](idx, e_src, row_grp[e_row], col_ptr,
-                                     sorted_cols, sorted_pos, hit)
-    keep = hit >= 0
-    e_row = e_row[keep]
-    e_idx = hit[keep]
-    e_src = e_src[keep]
+    e_row, e_idx, e_src = (kept[0] if len(kept) == 1 else
+                           [xp.concatenate([k[j] for k in kept]) for j in range(3)])
     if e_row.size == 0:
         return out_ptr, empty, empty.copy(), first_dup
     out_ptr[1:] = xp.bincount(e_row, minlength=nr)

@@ -19,8 +19,9 @@ question on a GPU, so both passes use ESC (expand, sort, compress):
    ``spgemm_numeric`` reduces each run with one thread, adding the terms in
    the CPU kernel's order, so floating-point sums are bit-identical.
 
-Steps 2-4 run over chunks of whole rows of at most ``CHUNK_PRODUCTS``
-products, so the memory is bounded by the chunk, not the product.
+Steps 2-4 run over chunks of whole rows of at most ``_util.CHUNK_ITEMS``
+products (``_util.row_chunks``), so the memory is bounded by the chunk, not
+the product.
 
 Products are stored to the expansion buffer before they are added, so the
 GPU compiler cannot contract ``acc + a * b`` into a fused multiply-add that
@@ -35,7 +36,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from kernels.cuda._util import (BLOCK, SIM, _xp, blocks, device, host_int, scan,
+from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, row_chunks, scan,
                                 stable_order, to_host)
 from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
@@ -45,14 +46,6 @@ from kernels.semiring_ops import mul_op as _mul_op
 add_op = device(_add_op)
 mul_op = device(_mul_op)
 lower_bound = device(_lower_bound)
-
-#: Products expanded at once: rows are cut into chunks of at most this many
-#: products (a row with more is a chunk alone), so the ESC buffers (about 40
-#: bytes per product with the sort's) stay bounded whatever the product's
-#: size.  Tiny under the simulator, where the tests' inputs are tiny, so the
-#: chunked path is what they check.
-CHUNK_PRODUCTS = 7 if SIM else 1 << 26
-
 
 @numba.njit(cache=True, inline="always")
 def _locate_product(t, ent, a_ptr, a_idx, b_ptr):
@@ -162,22 +155,6 @@ def _runs(xp, e_row, e_col, nrows, ncols):
     return order, sr, xp.flatnonzero(new)
 
 
-def _row_chunks(a_ptr, ent, total):
-    """Row ranges ``(r0, r1, t0, t1)`` whose products ``[t0, t1)`` number at most
-    ``CHUNK_PRODUCTS`` (a row with more is a chunk alone)."""
-    n = a_ptr.size - 1
-    if total <= CHUNK_PRODUCTS:
-        return [(0, n, 0, total)]
-    row_off = to_host(ent[a_ptr])  # products before each row: n + 1 int64
-    chunks, r0 = [], 0
-    while r0 < n:
-        r1 = int(np.searchsorted(row_off, row_off[r0] + CHUNK_PRODUCTS, side="right")) - 1
-        r1 = min(n, max(r1, r0 + 1))
-        chunks.append((r0, r1, int(row_off[r0]), int(row_off[r1])))
-        r0 = r1
-    return chunks
-
-
 def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
     """Exclusive-scanned row pointer of ``A @ B`` (structure only)."""
     xp = _xp(a_ptr)
@@ -186,7 +163,7 @@ def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
         return xp.zeros(max(n, 0) + 1, np.int64)
     ent, total = _entry_offsets(xp, a_idx, b_ptr)
     out_ptr = xp.zeros(n + 1, np.int64)
-    for r0, r1, t0, t1 in _row_chunks(a_ptr, ent, total):
+    for r0, r1, t0, t1 in row_chunks(ent[a_ptr], total):
         if t1 == t0:
             continue
         e_row = xp.empty(t1 - t0, np.int64)
@@ -212,7 +189,7 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     ent, total = _entry_offsets(xp, a_idx, b_ptr)
     out_idx = xp.empty(nnz, idx_dtype)
     out_val = xp.empty(nnz, one.dtype)
-    chunks = _row_chunks(a_ptr, ent, total)
+    chunks = row_chunks(ent[a_ptr], total)
     bounds = to_host(out_ptr[np.array([c[0] for c in chunks] + [n])]) if len(chunks) > 1 \
         else np.array([0, nnz])
     for (r0, r1, t0, t1), o0, o1 in zip(chunks, bounds[:-1], bounds[1:]):
