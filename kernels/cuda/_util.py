@@ -14,6 +14,11 @@
   arrays.  Either way the same helper decides, which keeps results identical.
 * ``scan(xp, counts_ptr)``, ``argsort_stable``, ``stable_order``: host-side
   array steps between kernel launches.
+* ``CHUNK_ITEMS`` / ``row_chunks``: the row ranges a kernel that expands
+  rows (SpGEMM's products, the extraction's entries) works through, so its
+  buffers are bounded by a chunk.
+* ``check_numba_cuda()``: numba-cuda's numpy bindings loaded at import,
+  with a clear error when the installed numpy breaks them.
 """
 
 import importlib
