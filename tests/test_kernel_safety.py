@@ -421,7 +421,9 @@ def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed)
     """The branch-free plus_times loop (slots start at -0, each row writes one
     column past its end while full) gives the plain-Python sums bit for bit:
     signed zeros, infinities, NaNs and wrapping integers included, with rows
-    that end chunks, empty rows between full ones, and both twins."""
+    that end chunks, empty rows between full ones, and both twins; for a
+    valued A and for a structural one (a sampler's Q), whose terms are B's
+    values times one."""
     from kernels.cpu import spgemm as K
     from kernels import semiring_ops as ops
     rng = np.random.default_rng(seed)
@@ -437,12 +439,15 @@ def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed)
         pool = np.array([-0.0, 0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e-30, -7.0], dtype)
     else:
         pool = np.array([0, 1, 3, 200, 255, 7], dtype)
-    a_val = rng.choice(pool, a_idx.size)
     b_val = rng.choice(pool, b_idx.size)
-    with np.errstate(all="ignore"):     # inf * 0 and integer wrap-around are meant
-        want = _spgemm_reference(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val)
     one = np.ones(1, dtype)
-    for factor in (2 ** 40, 0):     # dense (branch-free) and hashed accumulators
+    for a_hv, factor in itertools.product((True, False), (2 ** 40, 0)):
+        # Dense (branch-free) and hashed accumulators.
+        a_val = rng.choice(pool, a_idx.size) if a_hv else np.ones(a_idx.size, dtype)
+        with np.errstate(all="ignore"):     # inf * 0 and integer wrap-around are meant
+            want = _spgemm_reference(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val)
+        if not a_hv:
+            a_val = one     # never read: a structural A's terms use ``one``
         monkeypatch.setattr(K, "DENSE_ACC_FACTOR", factor)
         ptr = K.spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
         assert np.array_equal(ptr, want[0])
@@ -453,7 +458,7 @@ def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed)
         for parts in (1, 3, 7, 64):
             for kern in (K._numeric.serial, K._numeric.parallel):
                 for at in (ptr, ub):
-                    idx, val, counts = kern(a_ptr, a_idx, a_val, True, b_ptr, b_idx, b_val,
+                    idx, val, counts = kern(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val,
                                             True, ncols, at, ops.ADD_PLUS, ops.MUL_TIMES, one,
                                             np.empty(0, np.int32),
                                             np.dtype(dtype).kind in "iuf", np.int64(factor),
