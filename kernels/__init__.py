@@ -14,8 +14,15 @@ the variable once, when numba first loads it (the first parallel call), so
 it must be set before that: this module is imported before any kernel runs.
 See docs/design.rst ("Threads") for the measurements; set
 ``OMP_WAIT_POLICY=ACTIVE`` to get the spinning back.
+
+It also keeps freed memory in the process for the next call's arrays
+(``kernels.allocator``: glibc maps and unmaps large requests afresh, a page
+fault per 4 KiB touched); ``SPLA_MALLOC=system`` leaves the allocator alone.
 """
 
 import os
 
+from kernels import allocator as _allocator
+
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_allocator.apply_policy(os.environ)
