@@ -21,8 +21,10 @@ Reported: SEPS (sampled edges per second; every edge of every block, for
 peers every edge they return), seconds per bulk and per minibatch, the peak
 RSS that sampling a bulk of 16 adds over the loaded graph (fresh subprocess,
 see ``measure_rss``), ratios against the fastest torch-sparse way, the
-machine's random-read limit, and a per-phase timing of one GraphSAGE and one
-LADIES bulk.
+machine's random-read limit, a per-phase timing of one GraphSAGE and one
+LADIES bulk, and the allocator ablation (``measure_alloc``: fresh processes
+with ``SPLA_MALLOC=reuse``, the default, and ``SPLA_MALLOC=system``, run
+alternately; ``--no-alloc`` skips it).
 
 Timing: one warm-up call per configuration, then the median of ``--repeats``
 timed calls (5, or 3 with ``--quick``).  Thread counts are set before numba
@@ -74,7 +76,10 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true", help="smoke run: scale 14, 3 repeats")
     p.add_argument("--no-cora", action="store_true", help="skip the Cora workloads")
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
+    p.add_argument("--no-alloc", action="store_true",
+                   help="skip the allocator ablation (kernels.allocator against glibc's policy)")
     p.add_argument("--_rss-child", dest="rss_child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--_alloc-child", dest="alloc_child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.scale is None:
         args.scale = 14 if args.quick else 20
@@ -475,6 +480,68 @@ def measure_rss(methods, A, k, scipy_k, log):
 
 
 # ---------------------------------------------------------------------------
+# Allocator ablation: kernels.allocator's policy against glibc's, in fresh
+# subprocesses (the policy is process-wide and set when kernels is imported)
+
+ALLOC_CASES = (("GraphSAGE fused", 1), ("GraphSAGE fused", 16), ("GraphSAGE fused", 64),
+               ("LADIES", 16))
+ALLOC_MINIBATCHES = 64
+
+
+def alloc_child(spec):
+    """Body of the subprocess: per case, a warm-up bulk, then 64 minibatches
+    in bulks of k, timed, with the minor page faults they took."""
+    import resource
+    spec = json.loads(spec)
+    with np.load(spec["graph"]) as d:
+        indptr, indices = d["indptr"], d["indices"]
+    n = indptr.size - 1
+    A = spla.Matrix.from_csr(indptr, indices, None, (n, n), check=False)
+    out = []
+    for method, k in spec["cases"]:
+        sampler = make_sampler(method, A)
+        warm = sampler.sample(minibatches(n, k, 0), seed=SAMPLE_SEED, epoch=0)
+        del warm
+        bulks = [minibatches(n, k, r) for r in range(1, max(1, ALLOC_MINIBATCHES // k) + 1)]
+        gc.collect()
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        t0 = time.perf_counter()
+        for r, bs in enumerate(bulks, 1):
+            mbs = sampler.sample(bs, seed=SAMPLE_SEED, epoch=r)
+            del mbs
+        dt = time.perf_counter() - t0
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+        m = len(bulks) * k
+        out.append({"method": method, "k": k, "ms_mb": dt / m * 1e3, "faults_mb": faults / m})
+    print(json.dumps(out))
+
+
+def measure_alloc(A, rounds, log):
+    """Per case and policy, the median over ``rounds`` of fresh processes run
+    alternately (reuse, system, reuse, ...), so both see the same machine."""
+    res = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "graph.npz")
+        np.savez(path, indptr=np.asarray(A.indptr), indices=np.asarray(A.indices))
+        spec = json.dumps({"graph": path, "cases": ALLOC_CASES})
+        for r in range(rounds):
+            for policy in ("reuse", "system"):
+                env = dict(os.environ, SPLA_MALLOC=policy)
+                cmd = [sys.executable, os.path.abspath(__file__), "--threads", str(ARGS.threads),
+                       "--_alloc-child", spec]
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if p.returncode != 0:
+                    log(f"  allocator {policy}: failed: {p.stderr.strip().splitlines()[-1:]}")
+                    return {}
+                for row in json.loads(p.stdout.strip().splitlines()[-1]):
+                    key = (row["method"], row["k"])
+                    res.setdefault(key, {}).setdefault(policy, []).append(row)
+                log(f"  allocator round {r + 1} {policy}: " + ", ".join(
+                    f"{m} k={k} {v[policy][-1]['ms_mb']:.2f} ms" for (m, k), v in res.items()))
+    return res
+
+
+# ---------------------------------------------------------------------------
 # Machine description
 
 
@@ -588,7 +655,7 @@ def fmt_seps(x):
     return f"{x / 1e6:.2f} M"
 
 
-def render(args, info, vers, graphs, limit, phases, wall, load0, load1, command):
+def render(args, info, vers, graphs, limit, phases, wall, load0, load1, command, alloc=None):
     L = []
     quick = args.quick
     title = "Sampler benchmark (CPU)" + (" — SMOKE RUN (--quick)" if quick else "")
@@ -668,6 +735,25 @@ def render(args, info, vers, graphs, limit, phases, wall, load0, load1, command)
             L.append("")
     if graphs and any(g["res"]["rss"] for g in graphs.values()):
         L.append("RSS method: " + " ".join(measure_rss.__doc__.split("\n\n")[1].split()) + "\n")
+    if alloc:
+        L.append(f"## Allocator: freed memory reused (`kernels.allocator`) against glibc's "
+                 f"policy, R-MAT scale {args.scale}\n")
+        L.append("Each round runs two fresh processes one after the other, "
+                 "`SPLA_MALLOC=reuse` (the default) then `SPLA_MALLOC=system`; each times "
+                 f"{ALLOC_MINIBATCHES} minibatches per case in bulks of k after a warm-up "
+                 "bulk. Median over the rounds; minor page faults from `getrusage`.\n")
+        L.append("| method | k | reuse ms/mb | system ms/mb | system / reuse | "
+                 "reuse faults/mb | system faults/mb |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|")
+        for (m, k), v in alloc.items():
+            if set(v) != {"reuse", "system"}:
+                continue
+            ms = {p: median([r["ms_mb"] for r in v[p]]) for p in v}
+            fl = {p: median([r["faults_mb"] for r in v[p]]) for p in v}
+            L.append(f"| {m} | {k} | {ms['reuse']:.2f} | {ms['system']:.2f} | "
+                     f"{ms['system'] / ms['reuse']:.2f}x | {fl['reuse']:,.0f} | "
+                     f"{fl['system']:,.0f} |")
+        L.append("")
     for title, (total, ph, rest), prof in phases:
         L.append(f"## Where the time goes: {title}\n")
         L.append("Measured by wrapping spla/sampling functions and kernels with "
@@ -717,6 +803,7 @@ def main(args):
         prof = cprofile_top(kind, A, A.nrows, k)
         phases.append((f"{kind}, one bulk of {k}, R-MAT scale {args.scale}", total_ph, prof))
         log(f"  phases {kind}: total {total_ph[0]:.3f} s")
+    alloc = {} if args.no_alloc else measure_alloc(A, 3, log)
     del A
     gc.collect()
     if not args.no_cora:
@@ -734,7 +821,7 @@ def main(args):
     log(f"  {limit / 1e6:.0f} M words/s")
     wall = time.perf_counter() - t_start
     md = render(args, info, vers, graphs, limit, phases, wall, load0, os.getloadavg(),
-                command)
+                command, alloc)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         f.write(md)
@@ -744,5 +831,7 @@ def main(args):
 if __name__ == "__main__":
     if ARGS.rss_child:
         rss_child(ARGS.rss_child)
+    elif ARGS.alloc_child:
+        alloc_child(ARGS.alloc_child)
     else:
         main(ARGS)
