@@ -104,6 +104,90 @@ def _row_at(ptr, r_lo, r_hi, e):
 TAG_LIMIT = 2 ** 32 - 1
 
 
+@numba.njit(cache=True, inline="always")
+def _relabel_groups(g0, g1, ptr, idx, row_ptr, first, first_ptr, ncols, tag_limit, nnz_base,
+                    f_base, tmp, local, cnt, dup):
+    """``_compact``'s first pass over groups ``g0:g1`` (one worker's): each
+    group's distinct columns in order of first appearance into ``tmp``, every
+    entry's local id into ``local``, the counts into ``cnt[g + 1]``."""
+    # Scratch per worker, sized by its largest group: a hash table cleared
+    # per group (clearing costs what the group's work costs), or, for
+    # groups large next to the column space, a tag array over the columns.
+    most = np.int64(0)
+    for g in range(g0, g1):
+        w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
+        most = max(most, w)
+    dense = _dense(most, ncols)
+    # Tags are 32 bits, half the lines an int64 tag array spans (this
+    # pass misses in it at every hop's first touch of a column): a
+    # column's tag is ``tag_base + local id + 1``, where ``tag_base`` counts the
+    # columns of the worker's earlier groups, so a tag above ``tag_base``
+    # means "seen in this group" and the array is filled once, not per
+    # group, until the counts would pass 2**32.
+    tags = np.zeros(ncols if dense else 0, np.uint32)
+    table = np.empty(0 if dense else np.int64(2) << _table_bits(most), np.int64)
+    tag_base = np.uint64(0)
+    for g in range(g0, g1):
+        w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
+        bits = _table_bits(w)
+        if not dense:
+            _clear(table, bits)
+        elif tag_base + np.uint64(w) >= np.uint64(tag_limit):
+            tags[:] = 0
+            tag_base = np.uint64(0)
+        off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
+        n = np.int64(0)
+        for t in range(first_ptr[g], first_ptr[g + 1]):
+            v = first[t]
+            if dense:
+                seen = np.uint64(tags[v]) > tag_base
+            else:
+                s = _probe(table, v, bits)
+                seen = table[2 * s] == v
+            if seen:
+                if dup[g] < 0:
+                    dup[g] = t
+                continue
+            if dense:
+                tags[v] = np.uint32(tag_base + np.uint64(n) + np.uint64(1))
+            else:
+                table[2 * s] = v
+                table[2 * s + 1] = n
+            tmp[off + n] = v
+            n += 1
+        for e in range(ptr[row_ptr[g]], ptr[row_ptr[g + 1]]):
+            v = idx[e]
+            if dense:
+                # Selects, not a branch: whether a column is new is a
+                # coin toss the branch predictor loses, and each miss
+                # would also cancel the tag reads in flight behind it.
+                tg = np.uint64(tags[v])
+                new = tg <= tag_base
+                tg = (tag_base + np.uint64(n) + np.uint64(1)) if new else tg
+                tags[v] = np.uint32(tg)
+                tmp[off + n] = v
+                n += np.int64(new)
+                local[e - nnz_base] = np.uint32(tg - tag_base - np.uint64(1))
+            else:
+                s = _probe(table, v, bits)
+                if table[2 * s] != v:
+                    table[2 * s] = v
+                    table[2 * s + 1] = n
+                    tmp[off + n] = v
+                    n += 1
+                local[e - nnz_base] = np.uint32(table[2 * s + 1])
+        cnt[g + 1] = n
+        tag_base += np.uint64(n)
+
+
+@numba.njit(cache=True, inline="always")
+def _copy_kept(g, ptr, row_ptr, first_ptr, f_base, nnz_base, cnt, tmp, kept):
+    """Group ``g``'s distinct columns from ``_relabel_groups``' scratch to ``kept``."""
+    base = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
+    for t in range(cnt[g + 1] - cnt[g]):
+        kept[cnt[g] + t] = tmp[base + t]
+
+
 def _compact_work(ptr, idx, row_ptr, first, first_ptr, ncols, parts, *rest):
     return over_rows(int(row_ptr[-1] - row_ptr[0]),
                      int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size))
@@ -121,83 +205,23 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
     cnt = np.zeros(G + 1, np.int64)
     dup = np.full(G, -1, np.int64)
     bounds = _group_bounds(G, parts)
-    for c in prange(bounds.size - 1):
-        # Scratch per worker, sized by its largest group: a hash table cleared
-        # per group (clearing costs what the group's work costs), or, for
-        # groups large next to the column space, a tag array whose tags hold
-        # (group id << 32) | local id, so it is filled once, not per group.
-        most = np.int64(0)
-        for g in range(bounds[c], bounds[c + 1]):
-            w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
-            most = max(most, w)
-        dense = _dense(most, ncols)
-        # Tags are 32 bits, half the lines an int64 tag array spans (this
-        # pass misses in it at every hop's first touch of a column): a
-        # column's tag is ``tag_base + local id + 1``, where ``tag_base`` counts the
-        # columns of the worker's earlier groups, so a tag above ``tag_base``
-        # means "seen in this group" and the array is filled once, not per
-        # group, until the counts would pass 2**32.
-        tags = np.zeros(ncols if dense else 0, np.uint32)
-        table = np.empty(0 if dense else np.int64(2) << _table_bits(most), np.int64)
-        tag_base = np.uint64(0)
-        for g in range(bounds[c], bounds[c + 1]):
-            w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
-            bits = _table_bits(w)
-            if not dense:
-                _clear(table, bits)
-            elif tag_base + np.uint64(w) >= np.uint64(tag_limit):
-                tags[:] = 0
-                tag_base = np.uint64(0)
-            off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
-            n = np.int64(0)
-            for t in range(first_ptr[g], first_ptr[g + 1]):
-                v = first[t]
-                if dense:
-                    seen = np.uint64(tags[v]) > tag_base
-                else:
-                    s = _probe(table, v, bits)
-                    seen = table[2 * s] == v
-                if seen:
-                    if dup[g] < 0:
-                        dup[g] = t
-                    continue
-                if dense:
-                    tags[v] = np.uint32(tag_base + np.uint64(n) + np.uint64(1))
-                else:
-                    table[2 * s] = v
-                    table[2 * s + 1] = n
-                tmp[off + n] = v
-                n += 1
-            for e in range(ptr[row_ptr[g]], ptr[row_ptr[g + 1]]):
-                v = idx[e]
-                if dense:
-                    # Selects, not a branch: whether a column is new is a
-                    # coin toss the branch predictor loses, and each miss
-                    # would also cancel the tag reads in flight behind it.
-                    tg = np.uint64(tags[v])
-                    new = tg <= tag_base
-                    tg = (tag_base + np.uint64(n) + np.uint64(1)) if new else tg
-                    tags[v] = np.uint32(tg)
-                    tmp[off + n] = v
-                    n += np.int64(new)
-                    local[e - nnz_base] = np.uint32(tg - tag_base - np.uint64(1))
-                else:
-                    s = _probe(table, v, bits)
-                    if table[2 * s] != v:
-                        table[2 * s] = v
-                        table[2 * s + 1] = n
-                        tmp[off + n] = v
-                        n += 1
-                    local[e - nnz_base] = np.uint32(table[2 * s + 1])
-            cnt[g + 1] = n
-            tag_base += np.uint64(n)
+    if bounds.size == 2:
+        # One worker's groups (one minibatch at a time): no parallel region,
+        # whose start and end barrier wake the sleeping threads for nothing.
+        _relabel_groups(bounds[0], bounds[1], ptr, idx, row_ptr, first, first_ptr, ncols,
+                        tag_limit, nnz_base, f_base, tmp, local, cnt, dup)
+    else:
+        for c in prange(bounds.size - 1):
+            _relabel_groups(bounds[c], bounds[c + 1], ptr, idx, row_ptr, first, first_ptr,
+                            ncols, tag_limit, nnz_base, f_base, tmp, local, cnt, dup)
     for g in range(G):
         cnt[g + 1] += cnt[g]
     kept = np.empty(cnt[G], np.int64)
-    for g in prange(G):
-        base = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
-        for t in range(cnt[g + 1] - cnt[g]):
-            kept[cnt[g] + t] = tmp[base + t]
+    if G == 1:
+        _copy_kept(0, ptr, row_ptr, first_ptr, f_base, nnz_base, cnt, tmp, kept)
+    else:
+        for g in prange(G):
+            _copy_kept(g, ptr, row_ptr, first_ptr, f_base, nnz_base, cnt, tmp, kept)
     # Block-diagonal columns, rows sorted; written in the caller's index
     # type, and without ``perm`` when there are no values to carry.
     # Tasks are runs of rows of about equal entries, not groups: a bulk of
