@@ -19,8 +19,7 @@ import numpy as np
 
 import spla
 from spla import (apply, compact_columns_blockwise, extract_blockwise,
-                  normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows,
-                  transpose)
+                  normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows)
 from spla import backend
 from spla import comm as C
 from spla.checks import check_weights
@@ -197,7 +196,11 @@ class _LayerWise(Sampler):
         sums = reduce_rowwise(W, "plus")[prow]
         safe = xp.where(sums == 0, 1, sums).astype(W.dtype)
         p = extract_blockwise(W, prow, one_per_group, src, src_ptr)
-        raw = reduce_rowwise(transpose(p), "plus")
+        # p has one row per minibatch, so a column holds one entry at most:
+        # its value is the column's p (0 where W has none), as a reduction
+        # of the transpose's rows would give, without those two passes.
+        raw = xp.zeros(p.ncols, p.dtype)
+        raw[p.indices] = p.values
         group = xp.repeat(xp.arange(prow.size), _counts(src_ptr))
         return raw / safe[group]
 
