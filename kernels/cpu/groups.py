@@ -55,10 +55,11 @@ def _group_bounds(n_groups, parts):
 
 #: A worker relabels through a dense tag array over the input columns, rather
 #: than a hash table, when its largest group's work is at least
-#: ``ncols / DENSE_FACTOR``: then the tag array (8 bytes a column, 4 in
-#: ``compact_groups``) is no larger than ``8 * DENSE_FACTOR`` bytes per unit
-#: of work, needs no clearing between groups (tags carry the group id, or in
-#: ``compact_groups`` a count of the earlier groups' columns), and its random
+#: ``ncols / DENSE_FACTOR``: then the tag array (4 bytes a column) is no
+#: larger than ``4 * DENSE_FACTOR`` bytes per unit of work, needs no clearing
+#: between groups (``extract_groups`` reads a tag only for a column in the
+#: bitmap of the current group's columns, ``compact_groups``' tags carry a
+#: count of the earlier groups' columns), and its random
 #: accesses span no more memory than a hash table for that group would (16
 #: bytes a slot, half empty).  Measured on the bulk GraphSAGE workload (R-MAT
 #: scale 20, [15, 10, 5], 1,024 seeds per group), hashing the third hop's
@@ -85,12 +86,12 @@ def _scratch(work, most, ncols):
     many of their group's columns (see ``_order_row``).
     """
     dense = _dense(work, ncols)
-    if dense:
-        tags = np.full(ncols, -1, np.int64)
-        table = np.empty(0, np.int64)
-    else:
-        tags = np.empty(0, np.int64)
-        table = np.empty(np.int64(2) << _table_bits(most), np.int64)
+    # The tags are left unset: a tag is read only for a column of the current
+    # group (set in the bitmap of its columns), after the group wrote it.
+    # Filling them cost 8 bytes a column per worker and call, 8 MiB at R-MAT
+    # scale 20, for every extraction of one LADIES minibatch.
+    tags = np.empty(ncols if dense else 0, np.uint32)
+    table = np.empty(0 if dense else np.int64(2) << _table_bits(most), np.int64)
     return dense, tags, table, np.empty(most, np.int64), zero_bitmap(most)
 
 
@@ -443,7 +444,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
             work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
         dense, tags, table, slot, marks = _scratch(work, most, ncols)
         # With the tag array, a bitmap of the current group's columns too:
-        # ncols / 8 bytes stay in cache where the tags (8 ncols) do not, and
+        # ncols / 8 bytes stay in cache where the tags (4 ncols) do not, and
         # most scanned entries are not kept (LADIES' second layer at R-MAT
         # scale 20 keeps 2 % of 7.5e5), so only the kept ones read a tag.
         # One group's extraction went from 5.7 ms to 2.5 ms.
@@ -452,17 +453,12 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
         bits = 0
         for task in range(bounds[c], bounds[c + 1]):
             g = t_g[task]
-            gid = np.int64(g)
             if g != cur:
                 if dense and cur >= 0:
                     # Every set bit is one of the previous group's columns.
                     for t in range(col_ptr[cur], col_ptr[cur + 1]):
                         member[np.uint64(cols[t]) >> np.uint64(6)] = np.uint64(0)
                 cur = g
-                if dense:
-                    for t in range(col_ptr[g], col_ptr[g + 1]):
-                        v = np.uint64(cols[t])
-                        member[v >> np.uint64(6)] |= np.uint64(1) << (v & np.uint64(63))
                 # Only the group's first piece reports a repeated column
                 # (no two workers write dup[g]).
                 report = task % per == 0
@@ -475,9 +471,13 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                     # CUDA twin's search does); repeats are refused by the
                     # caller.
                     if dense:
-                        if report and (tags[v] >> 32) == gid and dup[g] < 0:
+                        # The bitmap holds this group's columns so far.
+                        w = np.uint64(v) >> np.uint64(6)
+                        bit = np.uint64(1) << (np.uint64(v) & np.uint64(63))
+                        if report and member[w] & bit and dup[g] < 0:
                             dup[g] = t
-                        tags[v] = (gid << 32) | (t - col_ptr[g])
+                        member[w] |= bit
+                        tags[v] = np.uint32(t - col_ptr[g])
                     else:
                         s = _probe(table, v, bits)
                         if report and table[2 * s] == v and dup[g] < 0:
@@ -495,7 +495,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                     # The member bitmap holds the current group's columns
                     # only, so every kept entry's tag is this group's.
                     for t in range(ub[i], f):
-                        tmp_idx[t] = tags[idx[tmp_src[t]]] & 0xFFFFFFFF
+                        tmp_idx[t] = tags[idx[tmp_src[t]]]
                 else:
                     for e in range(ptr[r], ptr[r + 1]):
                         s = _probe(table, idx[e], bits)
