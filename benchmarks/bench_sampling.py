@@ -455,12 +455,16 @@ def measure_rss(methods, A, k, scipy_k, log):
     its results, and reads VmHWM.  Added peak = VmHWM - baseline: every
     allocation (numpy, numba NRT, torch, glibc) counts, which tracemalloc
     would miss; memory the allocator kept from the warm-up and reuses does not.
+    The children run with SPLA_MALLOC=system: under spla's default policy a
+    process keeps up to 1 GiB of freed memory (``kernels.allocator``), so
+    the warm-up's arrays would serve the second bulk and its peak would read
+    about 0.
     """
     res = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "graph.npz")
         np.savez(path, indptr=np.asarray(A.indptr), indices=np.asarray(A.indices))
-        env = dict(os.environ)
+        env = dict(os.environ, SPLA_MALLOC="system")
         for method in methods:
             kk = scipy_k if method == "scipy GraphSAGE" else k
             spec = json.dumps({"method": method, "graph": path, "k": kk})
