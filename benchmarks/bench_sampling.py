@@ -322,7 +322,6 @@ def profile_phases(kind, A, n, k, repeats):
             pt.wrap(kernels.cpu.groups, "extract_groups", "  extract_groups kernel")
             pt.wrap(mod, "normalize_rows", "normalize_rows")
             pt.wrap(mod, "reduce_rowwise", "reduce_rowwise")
-            pt.wrap(mod, "transpose", "transpose")
             pt.wrap(spla.Matrix, "from_coo", "Matrix.from_coo")
         pt.wrap(mod, "sample_rows", "sample_rows")
         pt.wrap(kernels.cpu.sample, "sample_gather", "  sample_gather kernel (fused)")
