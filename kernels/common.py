@@ -299,6 +299,22 @@ def next_set_bit(word):
 
 
 @numba.njit(cache=True, inline="always")
+def get_bit(bits, j):
+    """Bit ``j`` of a bitmap of uint64 words, as an int64 0 or 1 (a branch-free
+    loop adds it to a count or an output position).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = np.zeros(2, np.uint64); set_bit(b, 70)
+    >>> int(get_bit(b, 70)), int(get_bit(b, 6))
+    (1, 0)
+    """
+    jj = np.uint64(j)
+    return np.int64((bits[jj >> np.uint64(6)] >> (jj & np.uint64(63))) & np.uint64(1))
+
+
+@numba.njit(cache=True, inline="always")
 def set_bit(bits, j):
     """Set bit ``j`` of a bitmap of uint64 words (word ``j >> 6``)."""
     jj = np.uint64(j)

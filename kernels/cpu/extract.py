@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import EMPTY_KEY, probe, sort_pairs, table_bits
+from kernels.common import EMPTY_KEY, get_bit, probe, sort_pairs, table_bits
 from kernels.parallel import parallel_kernel
 
 #: The dense column map is used while ``ncols <= DENSE_MAP_FACTOR * (entries
@@ -111,13 +111,6 @@ def hashed_column_map(cols):
 
 
 @numba.njit(cache=True, inline="always")
-def _selected(sel, j):
-    """Bit ``j`` of the selected-column bitmap, as 0 or 1."""
-    jj = np.uint64(j)
-    return np.int64((sel[jj >> np.uint64(6)] >> (jj & np.uint64(63))) & np.uint64(1))
-
-
-@numba.njit(cache=True, inline="always")
 def _run(j, hashed, map_ptr, table, bits, sel):
     """Run of input column ``j`` in the column map (-1: not selected).
 
@@ -126,7 +119,7 @@ def _run(j, hashed, map_ptr, table, bits, sel):
     and most entries' columns are not selected.
     """
     if not hashed:
-        return np.int64(j) if _selected(sel, j) else np.int64(-1)
+        return np.int64(j) if get_bit(sel, j) else np.int64(-1)
     s = probe(table, np.int64(j), bits)
     if table[2 * s] == EMPTY_KEY:
         return np.int64(-1)
@@ -160,7 +153,7 @@ def _extract_distinct_cols(ptr, idx, val, hv, map_ptr, map_pos, sel):
     for i in prange(n):
         c = np.int64(0)
         for q in range(np.uint64(ptr[i]), np.uint64(ptr[i + 1])):
-            c += _selected(sel, idx[q])
+            c += get_bit(sel, idx[q])
         out_ptr[i + 1] = c
     for i in range(n):
         out_ptr[i + 1] += out_ptr[i]
@@ -173,7 +166,7 @@ def _extract_distinct_cols(ptr, idx, val, hv, map_ptr, map_pos, sel):
             continue
         for q in range(ptr[i], ptr[i + 1]):
             src[f if f < end else nnz] = q
-            f += _selected(sel, idx[np.uint64(q)])
+            f += get_bit(sel, idx[np.uint64(q)])
     out_idx = np.empty(nnz, np.int64)
     out_val = np.empty(nnz if hv else 0, val.dtype)
     for i in prange(n):

@@ -33,7 +33,8 @@ from kernels.common import KernelLimitError, index_dtype
 from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
-from kernels.common import pop_set_bits, set_bit, sort_pairs, sort_range, zero_bitmap
+from kernels.common import (get_bit, pop_set_bits, set_bit, sort_pairs, sort_range,
+                            zero_bitmap)
 from kernels.parallel import over_rows, parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
@@ -349,13 +350,11 @@ def _scan_members(e0, e1, idx, member, out, f, end):
     while e < e1 and f < end:
         stop = min(e1, e + (end - f))
         for q in range(np.uint64(e), np.uint64(stop)):
-            v = np.uint64(idx[q])
             out[f] = q
-            f += np.int64((member[v >> np.uint64(6)] >> (v & np.uint64(63))) & np.uint64(1))
+            f += get_bit(member, idx[q])
         e = stop
     for q in range(e, e1):
-        v = np.uint64(idx[q])
-        if (member[v >> np.uint64(6)] >> (v & np.uint64(63))) & np.uint64(1):
+        if get_bit(member, idx[q]):
             return f, True
     return f, False
 
@@ -472,11 +471,9 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                     # caller.
                     if dense:
                         # The bitmap holds this group's columns so far.
-                        w = np.uint64(v) >> np.uint64(6)
-                        bit = np.uint64(1) << (np.uint64(v) & np.uint64(63))
-                        if report and member[w] & bit and dup[g] < 0:
+                        if report and get_bit(member, v) and dup[g] < 0:
                             dup[g] = t
-                        member[w] |= bit
+                        set_bit(member, v)
                         tags[v] = np.uint32(t - col_ptr[g])
                     else:
                         s = _probe(table, v, bits)
