@@ -406,15 +406,20 @@ def _proc_status():
     return out
 
 
-def rss_child(spec):
-    """Body of the subprocess: load, warm up, reset the peak, sample 16, report."""
-    spec = json.loads(spec)
-    method, path, k = spec["method"], spec["graph"], spec["k"]
+def _child_graph(path):
+    """The structural graph a parent process saved to ``path`` (.npz, CSR)."""
     with np.load(path) as d:
         indptr, indices = d["indptr"], d["indices"]
     n = indptr.size - 1
-    A = spla.Matrix.from_csr(indptr, indices, None, (n, n), check=False)
-    del indptr, indices
+    return spla.Matrix.from_csr(indptr, indices, None, (n, n), check=False)
+
+
+def rss_child(spec):
+    """Body of the subprocess: load, warm up, reset the peak, sample 16, report."""
+    spec = json.loads(spec)
+    method, k = spec["method"], spec["k"]
+    A = _child_graph(spec["graph"])
+    n = A.nrows
     if method in OURS:
         sampler = make_sampler(method, A)
 
@@ -496,10 +501,8 @@ def alloc_child(spec):
     in bulks of k, timed, with the minor page faults they took."""
     import resource
     spec = json.loads(spec)
-    with np.load(spec["graph"]) as d:
-        indptr, indices = d["indptr"], d["indices"]
-    n = indptr.size - 1
-    A = spla.Matrix.from_csr(indptr, indices, None, (n, n), check=False)
+    A = _child_graph(spec["graph"])
+    n = A.nrows
     out = []
     for method, k in spec["cases"]:
         sampler = make_sampler(method, A)
