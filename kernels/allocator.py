@@ -6,14 +6,14 @@ a request above its mmap threshold (which grows with what was freed, up to
 32 MiB) with a fresh mapping from the kernel and unmaps it on ``free``, so
 each call touches new pages: one page fault, and a page zeroed, per 4 KiB.
 Bulk GraphSAGE at R-MAT scale 20 (16 minibatches of 1,024 seeds) faulted
-about 1,250 times per minibatch, 2.5-3.3 ms of system time in a 7.1-8.7 ms
-minibatch.
+about 1,250 times per minibatch, 2.3-3.3 ms of system time in a 6.1-8.7 ms
+minibatch (docs/design.rst, "Freed memory is reused").
 
 ``reuse_freed_memory`` turns that off: every request is served from the
 heap, and up to ``TRIM_THRESHOLD`` bytes of freed memory stay in the
 process to serve the next call, as a caching allocator keeps them.
-``import kernels`` applies it unless
-the environment says ``SPLA_MALLOC=system``.  The cost is resident memory:
+``import kernels`` applies it unless the environment says
+``SPLA_MALLOC=system``.  The cost is resident memory:
 after a peak, up to ``TRIM_THRESHOLD`` of freed memory stays mapped to the
 process (reused, not leaked).
 """
