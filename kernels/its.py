@@ -266,9 +266,23 @@ def search_guided(prefix, guide, lo, hi, x, scale):
     g = np.int64(guide[lo + guide_bucket(x, scale, hi - lo)])
     if g >= GUIDE_EXACT:
         return lo + g - GUIDE_EXACT
-    j = lo + g
-    while prefix[j] <= x:
+    return finish_guided(prefix, lo, g, prefix[lo + g], x)
+
+
+@numba.njit(cache=True, inline="always")
+def finish_guided(prefix, lo, g, first, x):
+    """``search_guided``'s answer from the guide entry ``g`` it read.
+
+    ``first`` is ``prefix[lo + g]`` where ``g`` lacks ``GUIDE_EXACT`` (any
+    value otherwise: it is not read).  Callers that read the guide entries
+    and first prefixes of many draws in passes of their own finish each
+    draw here.
+    """
+    j = lo + (g & (GUIDE_EXACT - 1))
+    if g < GUIDE_EXACT and first <= x:
         j += 1
+        while prefix[j] <= x:
+            j += 1
     return j
 
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from kernels import its
 from kernels.common import EMPTY_KEY, row_key, set_add, sort_range, table_bits, uniform01
-from kernels.cpu.sample import row_guide, row_prefix, sample_csr, sample_gather
+from kernels.cpu.sample import (GATHER_BLOCK_ROWS, row_guide, row_prefix, sample_csr,
+                                sample_gather)
 
 SEED, STREAM = 11, 3
 
@@ -291,31 +292,31 @@ def test_set_add_is_a_set(keys):
     assert sorted(int(v) for v in table if v != EMPTY_KEY) == sorted(seen)
 
 
+@pytest.mark.parametrize("k", [120, 5])
 @pytest.mark.parametrize("replace", [False, True])
-def test_rows_of_a_bulk_sample_as_alone(replace):
+def test_rows_of_a_bulk_sample_as_alone(replace, k):
     """Rows large and small in one call: each row's picks are its own."""
     rng = np.random.default_rng(2)
     rows = [_weights(rng, d, kind) for d, kind in ((500, 1), (40, 0), (1200, 3), (90, 2))]
     rows = [np.asarray(r, np.float64) for r in rows]
     ptr = np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64)
     rid = np.array([10, 11, 12, 13], np.int64)
-    out_ptr, out = sample_csr(ptr, np.concatenate(rows), True, 120, np.zeros(0, np.int64),
+    out_ptr, out = sample_csr(ptr, np.concatenate(rows), True, k, np.zeros(0, np.int64),
                               rid, SEED, STREAM, replace)
-    # The fused kernel, its first searches in a pass over all rows, and the
-    # rows taken in another order.
+    # The fused kernel, its first searches in passes over blocks of rows, and
+    # the rows taken in another order, over several blocks.
     prefix, positives, modes = row_prefix(ptr, np.concatenate(rows))
     guide = row_guide(ptr, prefix, positives, modes)
-    q_idx = np.array([2, 0, 3, 1, 2], np.int64)
-    g_ptr, g_out = sample_gather(np.arange(6, dtype=np.int64), q_idx, np.zeros(0, np.float64),
-                                 ptr, np.concatenate(rows), True, prefix, guide, positives,
-                                 modes, 120, np.zeros(0, np.int64), rid[q_idx], SEED, STREAM,
-                                 replace)
-    for i, r in enumerate(rows):
-        alone, _, _, _ = _both_paths(r, 120, int(rid[i]), replace)
-        assert (out[out_ptr[i]:out_ptr[i + 1]] - ptr[i]).tolist() == alone.tolist()
+    q_idx = np.concatenate([[2, 0, 3, 1, 2], rng.integers(0, 4, 3 * GATHER_BLOCK_ROWS)])
+    g_ptr, g_out = sample_gather(np.arange(q_idx.size + 1, dtype=np.int64), q_idx,
+                                 np.zeros(0, np.float64), ptr, np.concatenate(rows), True,
+                                 prefix, guide, positives, modes, k, np.zeros(0, np.int64),
+                                 rid[q_idx], SEED, STREAM, replace)
+    alone = [_both_paths(r, k, int(rid[i]), replace)[0].tolist() for i, r in enumerate(rows)]
+    for i in range(len(rows)):
+        assert (out[out_ptr[i]:out_ptr[i + 1]] - ptr[i]).tolist() == alone[i]
     for i, r in enumerate(q_idx):
-        alone, _, _, _ = _both_paths(rows[r], 120, int(rid[r]), replace)
-        assert (g_out[g_ptr[i]:g_ptr[i + 1]] - ptr[r]).tolist() == alone.tolist()
+        assert (g_out[g_ptr[i]:g_ptr[i + 1]] - ptr[r]).tolist() == alone[r]
 
 
 def test_rows_dominated_by_a_few_hundred_hubs_finish_by_rejection():

@@ -16,10 +16,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import row_key
-from kernels.its import (UNIFORM, fill_row_guide, has_guide_length, row_stats,
-                         sample_one_row, sample_one_row_cpu, search_ahead,
-                         search_first_draws)
+from kernels.common import row_key, search_prefix, uniform01
+from kernels.its import (GUIDE_EXACT, UNIFORM, fill_row_guide, finish_guided, guide_bucket,
+                         guide_scale, has_guide_length, row_stats, sample_one_row,
+                         sample_one_row_cpu, search_ahead, search_first_draws)
 from kernels.parallel import over_rows, parallel_kernel
 
 
@@ -173,6 +173,86 @@ def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
                    key, replace)
 
 
+#: Rows per block of ``sample_gather``: a block's weighted searches run in
+#: passes over the block, small enough that what one pass reads is still in
+#: cache for the next.
+GATHER_BLOCK_ROWS = 64
+
+
+@numba.njit(cache=True, inline="always")
+def _searches_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
+    """Whether row ``i`` of ``sample_gather`` runs its first searches ahead."""
+    cnt = out_ptr[i + 1] - out_ptr[i]
+    return cnt > 0 and search_ahead(row_m[i], cnt, row_p[i], row_hi[i] - row_lo[i], replace)
+
+
+@numba.njit(cache=True, inline="always")
+def _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
+    """``_searches_ahead`` for a row searched by its guide."""
+    return (has_guide_length(row_hi[i] - row_lo[i])
+            and _searches_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace))
+
+
+@numba.njit(cache=True, inline="always")
+def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, prefix,
+                  guide, seed, stream, row_ids, replace):
+    """``search_first_draws`` of the rows ``[r0, r1)`` that search ahead.
+
+    A guided search is two dependent cache misses (the guide entry, then the
+    prefix it points to) and a branch on the values read.  Done one draw at
+    a time, the branch waits for both misses, and a mispredicted one cancels
+    the loads of the draws after it: the processor had a few misses in
+    flight.  Here each step is a pass over the block's draws with nothing
+    between its loads: the guide entries' addresses, the guide reads, the
+    prefix reads, and only then the comparisons, on values already in
+    cache.  The answers are ``search_guided``'s (``finish_guided``).
+    """
+    guided = guide.size > 0
+    for i in range(r0, r1):
+        if _searches_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
+            o = out_ptr[i]
+            cnt = out_ptr[i + 1] - o
+            lo = row_lo[i]
+            hi = row_hi[i]
+            key = row_key(seed, stream, _rid_of(row_ids, i))
+            if guided and has_guide_length(hi - lo):
+                total = row_t[i]
+                scale = guide_scale(hi - lo, total)
+                for t in range(cnt):
+                    out[o + t] = lo + guide_bucket(uniform01(key, t) * total, scale, hi - lo)
+            else:
+                search_first_draws(out, o, cnt, lo, hi, prefix, guide, key)
+    if not guided:
+        return
+    for i in range(r0, r1):
+        if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
+            for s in range(out_ptr[i], out_ptr[i + 1]):
+                out[s] = guide[out[s]]
+    # Exact buckets read prefix[0] instead of a line of their own: a select,
+    # not a branch, so the loads of the draws after them still issue.
+    first = np.empty(out_ptr[r1] - out_ptr[r0], np.float64)
+    f0 = out_ptr[r0]
+    for i in range(r0, r1):
+        if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
+            lo = row_lo[i]
+            for s in range(out_ptr[i], out_ptr[i + 1]):
+                g = out[s]
+                first[s - f0] = prefix[lo + g if g < GUIDE_EXACT else 0]
+    for i in range(r0, r1):
+        if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
+            o = out_ptr[i]
+            lo = row_lo[i]
+            hi = row_hi[i]
+            total = row_t[i]
+            key = row_key(seed, stream, _rid_of(row_ids, i))
+            for t in range(out_ptr[i + 1] - o):
+                x = uniform01(key, t) * total
+                if x < total:
+                    out[o + t] = finish_guided(prefix, lo, out[o + t], first[o + t - f0], x)
+                else:
+                    out[o + t] = search_prefix(prefix, lo, hi, x)
+
+
 def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values,
                         a_prefix, a_guide, a_positives, a_modes, k_scalar, *rest):
     # Picks: rows times k.  A per-row k array's mean would need a pass over
@@ -201,8 +281,10 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     # waiting on the previous row's draws.
     row_lo = np.empty(n, np.int64)
     row_hi = np.empty(n, np.int64)
-    row_p = np.empty(n if a_has_values else 0, np.int64)
-    row_m = np.empty(n if a_has_values else 0, np.uint8)
+    weighted = n if a_has_values else 0
+    row_p = np.empty(weighted, np.int64)
+    row_m = np.empty(weighted, np.uint8)
+    row_t = np.empty(weighted if a_guide.size else 0, np.float64)
     for i in prange(n):
         out_ptr[i + 1] = gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr,
                                           a_has_values, a_positives, k_scalar, k_arr,
@@ -214,32 +296,34 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
             if a_has_values:
                 row_p[i] = a_positives[r]
                 row_m[i] = a_modes[r]
+                if row_t.size:
+                    row_t[i] = a_prefix[row_hi[i] - 1]
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
-    if a_has_values:
-        # The weighted rows' first searches, in a pass of their own (see
-        # ``search_first_draws`` and docs/design.rst).
-        for i in prange(n):
+    blocks = (n + GATHER_BLOCK_ROWS - 1) // GATHER_BLOCK_ROWS
+    for b in prange(blocks):
+        r0 = b * GATHER_BLOCK_ROWS
+        r1 = min(n, r0 + GATHER_BLOCK_ROWS)
+        if a_has_values:
+            # The weighted rows' first searches, in passes of their own (see
+            # ``search_first_draws``, ``_search_block`` and docs/design.rst).
+            _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t,
+                          a_prefix, a_guide, seed, stream, row_ids, replace)
+        for i in range(r0, r1):
             cnt = out_ptr[i + 1] - out_ptr[i]
-            if cnt and search_ahead(row_m[i], cnt, row_p[i], row_hi[i] - row_lo[i], replace):
+            if cnt:
                 key = row_key(seed, stream, _rid_of(row_ids, i))
-                search_first_draws(out, out_ptr[i], cnt, row_lo[i], row_hi[i], a_prefix,
-                                   a_guide, key)
-    for i in prange(n):
-        cnt = out_ptr[i + 1] - out_ptr[i]
-        if cnt:
-            key = row_key(seed, stream, _rid_of(row_ids, i))
-            lo = row_lo[i]
-            hi = row_hi[i]
-            if a_has_values:
-                p = row_p[i]
-                m = row_m[i]
-            else:
-                p = hi - lo
-                m = UNIFORM
-            ahead = a_has_values and search_ahead(m, cnt, p, hi - lo, replace)
-            sample_one_row_cpu(out, out_ptr[i], cnt, lo, hi, a_values, a_has_values,
-                               a_prefix, a_guide, m, p, key, replace, ahead)
+                lo = row_lo[i]
+                hi = row_hi[i]
+                if a_has_values:
+                    p = row_p[i]
+                    m = row_m[i]
+                else:
+                    p = hi - lo
+                    m = UNIFORM
+                ahead = a_has_values and search_ahead(m, cnt, p, hi - lo, replace)
+                sample_one_row_cpu(out, out_ptr[i], cnt, lo, hi, a_values, a_has_values,
+                                   a_prefix, a_guide, m, p, key, replace, ahead)
     return out_ptr, out
 
 
