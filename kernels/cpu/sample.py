@@ -208,6 +208,9 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
     cache.  The answers are ``search_guided``'s (``finish_guided``).
     """
     guided = guide.size > 0
+    # Blocks without a guided row (short rows, uniform rows, no guide) skip
+    # the passes below and their scratch.
+    any_guided = False
     for i in range(r0, r1):
         if _searches_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
             o = out_ptr[i]
@@ -216,13 +219,14 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
             hi = row_hi[i]
             key = row_key(seed, stream, _rid_of(row_ids, i))
             if guided and has_guide_length(hi - lo):
+                any_guided = True
                 total = row_t[i]
                 scale = guide_scale(hi - lo, total)
                 for t in range(cnt):
                     out[o + t] = lo + guide_bucket(uniform01(key, t) * total, scale, hi - lo)
             else:
                 search_first_draws(out, o, cnt, lo, hi, prefix, guide, key)
-    if not guided:
+    if not any_guided:
         return
     for i in range(r0, r1):
         if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
