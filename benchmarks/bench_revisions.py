@@ -2,15 +2,16 @@
 """Before/after: the same sampling workload on two git revisions, in one run.
 
     python benchmarks/bench_revisions.py --old REV [--new REV|WORKTREE] [--scale 20]
-                                         [--threads 2] [--bulks 1,16,64] [--repeats 5]
+                                         [--threads 2] [--bulks 1,16,64] [--seeds 1024]
+                                         [--repeats 5]
                                          [--out benchmarks/results/revisions_cpu.md]
 
 Each revision is checked out into a temporary git worktree (``--new`` defaults
 to this working tree as it is) and measured in its own fresh process, the
 two alternating repeat by repeat so that a change in machine load hits both.
 Workload: the seeded R-MAT graph ``spla.generators.rmat(scale, 16, seed=0)``
-(symmetric), bulks of ``k`` minibatches of 1,024 distinct random seeds (the
-same seeds for both), fused GraphSAGE ``[15, 10, 5]`` and LADIES ``[512,
+(symmetric), bulks of ``k`` minibatches of ``--seeds`` (1,024) distinct random
+seeds (the same seeds for both), fused GraphSAGE ``[15, 10, 5]`` and LADIES ``[512,
 512]``.  Reported: the median seconds per minibatch of each revision and the
 ratio old/new (> 1: the new revision is faster).
 """
@@ -33,11 +34,11 @@ import json, os, sys, time
 import numpy as np
 import spla, sampling
 from spla.generators import rmat
-scale, k, which = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+scale, k, which, seeds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[5])
 A = rmat(scale, 16, seed=0)
 n = A.nrows
 rng = np.random.default_rng(12345)
-batches = [rng.choice(n, 1024, replace=False) for _ in range(k)]
+batches = [rng.choice(n, seeds, replace=False) for _ in range(k)]
 sampler = (sampling.GraphSAGE(A, [15, 10, 5]) if which == "graphsage"
            else sampling.LADIES(A, [512, 512]))
 sampler.sample(batches, seed=1, epoch=0)            # compile / warm the caches
@@ -59,6 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--bulks", default="1,16,64")
     p.add_argument("--samplers", default="graphsage,ladies")
+    p.add_argument("--seeds", type=int, default=1024, help="seeds per minibatch")
     p.add_argument("--repeats", type=int, default=5,
                    help="timed calls per process (the median is reported)")
     p.add_argument("--rounds", type=int, default=2,
@@ -74,11 +76,11 @@ def checkout(rev, tmp):
     return path
 
 
-def measure(path, scale, k, which, repeats, threads):
+def measure(path, scale, k, which, repeats, threads, seeds):
     env = dict(os.environ, PYTHONPATH=path, NUMBA_NUM_THREADS=str(threads),
                OMP_NUM_THREADS=str(threads))
     out = subprocess.run([sys.executable, "-c", CHILD, str(scale), str(k), which,
-                          str(repeats)], cwd=path, env=env, check=True,
+                          str(repeats), str(seeds)], cwd=path, env=env, check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -103,7 +105,7 @@ def main(argv=None):
                     for _ in range(args.rounds):
                         for side in ("old", "new"):
                             got[side] += measure(paths[side], args.scale, k, which,
-                                                 args.repeats, args.threads)
+                                                 args.repeats, args.threads, args.seeds)
                     old = statistics.median(got["old"])
                     new = statistics.median(got["new"])
                     rows.append((which, k, old, new))
@@ -125,7 +127,7 @@ def main(argv=None):
                     f"{os.cpu_count()} cpus, {platform.platform()}\n")
             f.write(f"- command: `{cmd}`\n")
             f.write(f"- workload: R-MAT scale {args.scale} (edge factor 16, seed 0), "
-                    f"1,024 seeds per minibatch, {args.threads} threads, median of "
+                    f"{args.seeds:,} seeds per minibatch, {args.threads} threads, median of "
                     f"{args.rounds} x {args.repeats} timed bulks per side\n\n")
             f.write("| sampler | k | old ms/minibatch | new ms/minibatch | old/new |\n")
             f.write("|---|---|---|---|---|\n")

@@ -197,6 +197,28 @@ def has_guide_length(d):
     return GUIDE_MIN_D <= d <= GUIDE_MAX_D
 
 
+@numba.njit(cache=True, inline="always")
+def guide_pays(mode, cnt, positives, d, replace):
+    """Whether a row's weighted draws pay for building its guide first.
+
+    A kernel sampling a row from a prefix of its own (no cached guide) can
+    build the row's guide (``fill_row_guide``: one pass over the row) and
+    search each draw by it instead of bisecting (``log2(d)`` dependent
+    reads).  The row makes at least ``cnt`` draws, so the guide pays when
+    ``4 cnt log2(d) >= d``: LADIES' probability rows of a few thousand
+    entries drawing 512, not a node-wise row drawing 10 of thousands.  The
+    picks are the same either way.
+    """
+    if mode == UNIFORM or positives <= 0 or not has_guide_length(d):
+        return False
+    if not replace and cnt >= positives:
+        return False  # take-all: no draws
+    lg = 1
+    while (np.int64(1) << lg) < d:
+        lg += 1
+    return 4 * cnt * lg >= d
+
+
 #: The guide bit of a bucket that holds no prefix value: every ``x`` in it
 #: has the same answer, the entry the guide names.
 GUIDE_EXACT = 2 ** 31

@@ -18,7 +18,7 @@ from numba import prange
 
 from kernels.common import row_key, search_prefix, uniform01
 from kernels.its import (GUIDE_EXACT, UNIFORM, fill_row_guide, finish_guided, guide_bucket,
-                         guide_scale, has_guide_length, row_stats, sample_one_row,
+                         guide_pays, guide_scale, has_guide_length, row_stats, sample_one_row,
                          sample_one_row_cpu, search_ahead, search_first_draws)
 from kernels.parallel import over_rows, parallel_kernel
 
@@ -77,15 +77,22 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
         out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
-    # No guide: a row's prefix is used for its own few draws only.
-    guide = np.zeros(0, np.uint32)
+    # Guides only for the rows whose draws pay for them (``guide_pays``):
+    # the others bisect their prefix, and their part of ``guide`` stays unset.
+    none = np.zeros(0, np.uint32)
+    guide = np.empty(nnz if has_values else 0, np.uint32)
     for i in prange(n):
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
             key = row_key(seed, stream, _rid_of(row_ids, i))
-            sample_one_row_cpu(out, out_ptr[i], cnt, indptr[i], indptr[i + 1],
-                               values, has_values, prefix, guide, modes[i], positives[i],
-                               key, replace, False)
+            lo = indptr[i]
+            hi = indptr[i + 1]
+            g = none
+            if has_values and guide_pays(modes[i], cnt, positives[i], hi - lo, replace):
+                fill_row_guide(prefix, lo, hi, guide)
+                g = guide
+            sample_one_row_cpu(out, out_ptr[i], cnt, lo, hi, values, has_values, prefix, g,
+                               modes[i], positives[i], key, replace, False)
     return out_ptr, out
 
 
