@@ -88,16 +88,19 @@ def row_max(lo, hi, values, has_values):
 def rejection_budget(cnt, d):
     """Draws tried by rejection before switching to the exact linear scan.
 
-    ``cnt`` picks from a row of ``d`` entries.  A rejection draw is a binary
-    search (O(log d)); a pick of the second phase is a pass over the row
-    (O(d)).  So beyond ``4 cnt + 16`` draws, a long row gets ``d / 16``
-    more: in the rows where rejection stalls for good (a few entries hold
-    nearly all the mass) they cost about as much as a few second-phase
-    picks, and in LADIES' rows, where the sampled hubs hold 96 % of the
-    mass but the picks still progress, they save a hundred or more passes
-    over rows of 10^5 entries.
+    ``cnt`` picks from a row of ``d`` entries.  A rejection draw is a search
+    (a guided one, or a bisection: O(log d)); a pick of the second phase is
+    a pass over the row (O(d)).  So the budget grows with both.  ``16 cnt``:
+    LADIES' probability rows of a few thousand entries drawing 512 need
+    about 10 draws a pick (their sampled hubs hold 97 % of the mass, and
+    the last picks come from the rest), and under ``4 cnt`` a quarter of
+    their picks went to the second phase, most of the sampling's time.
+    ``d / 16`` more for a long row: in the rows where rejection stalls for
+    good (a few entries hold nearly all the mass) they cost about as much
+    as a few second-phase picks, and in LADIES' rows of 10^5 entries they
+    save a hundred or more passes over the row.
     """
-    return 4 * cnt + 16 + d // 16
+    return 16 * cnt + 16 + d // 16
 
 
 #: Picks per row above which the CPU twin looks picks up in a hash set

@@ -67,7 +67,7 @@ def reference_row(w, cnt, key, replace):
             picks.add(t if r in picks else r)
         return sorted(picks), False
     picks, n = set(), 0
-    while len(picks) < cnt and n < 4 * cnt + 16 + d // 16:
+    while len(picks) < cnt and n < 16 * cnt + 16 + d // 16:
         picks.add(search(u(n) * total))
         n += 1
     fallback = len(picks) < cnt
