@@ -378,18 +378,49 @@ def _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits, searche
     budget = rejection_budget(cnt, hi - lo)
     while filled < cnt and n < budget:
         b = min(cnt - filled, budget - n)
-        f0 = filled
         if n > 0 or not searched:
             for t in range(b):
                 x = uniform01(key, n + t) * total
-                out[o + f0 + t] = _search_draw(prefix, guide, lo, hi, x, total, scale)
-        for t in range(b):
-            j = out[o + f0 + t]
-            if _is_new(out, o, filled, seen, bits, j):
-                out[o + filled] = j
-                filled += 1
+                out[o + filled + t] = _search_draw(prefix, guide, lo, hi, x, total, scale)
+        filled = accept_batch(out, o, filled, b, seen, bits)
         n += b
     return filled, n
+
+
+@numba.njit(cache=True, inline="always")
+def accept_batch(out, o, filled, b, seen, bits):
+    """Accept, in draw order, the ``b`` searched draws at ``out[o+filled:]``;
+    returns the picks made so far.
+
+    The rejection step of ``_reject_batched``: a draw repeating a pick is
+    dropped, a new one moves to the next free slot (at or before its own).
+    Kernels that search a batch of many rows' draws in passes of their own
+    accept each row's batch here, so they make the same picks.
+    """
+    f0 = filled
+    for t in range(b):
+        j = out[o + f0 + t]
+        if _is_new(out, o, filled, seen, bits, j):
+            out[o + filled] = j
+            filled += 1
+    return filled
+
+
+@numba.njit(cache=True, inline="always")
+def finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, seen, bits):
+    """A weighted row's picks after its rejection draws: ``filled`` distinct
+    picks in ``out[o:o+filled]`` from ``n`` draws.  The remaining picks by
+    the exact second phase, then all of them sorted (``sample_one_row_cpu``'s
+    tail, shared with kernels that run the rejection draws themselves)."""
+    if filled < cnt:
+        if hi - lo <= SCAN_MAX_D:
+            # A short row: two scans per pick cost less than scratch.
+            sort_range(out, o, o + filled)
+            _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key)
+        else:
+            _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values, has_values, key,
+                                 seen, bits)
+    sort_range(out, o, o + cnt)
 
 
 @numba.njit(cache=True, inline="always")
@@ -621,15 +652,8 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
     else:
         filled, n = _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits,
                                     searched)
-        if filled < cnt:
-            if hi - lo <= SCAN_MAX_D:
-                # A short row: two scans per pick cost less than scratch.
-                sort_range(out, o, o + filled)
-                _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values,
-                              key)
-            else:
-                _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values,
-                                     has_values, key, seen, bits)
+        finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, seen, bits)
+        return
     sort_range(out, o, o + cnt)
 
 

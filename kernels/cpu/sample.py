@@ -17,9 +17,11 @@ import numpy as np
 from numba import prange
 
 from kernels.common import row_key, search_prefix, uniform01
-from kernels.its import (GUIDE_EXACT, UNIFORM, fill_row_guide, finish_guided, guide_bucket,
-                         guide_pays, guide_scale, has_guide_length, row_stats, sample_one_row,
-                         sample_one_row_cpu, search_ahead, search_first_draws)
+from kernels.its import (GUIDE_EXACT, SET_MIN, UNIFORM, accept_batch, fill_row_guide,
+                         finish_guided, finish_rejected, guide_bucket, guide_pays,
+                         guide_scale, has_guide_length, rejection_budget, row_stats,
+                         sample_one_row, sample_one_row_cpu, search_ahead,
+                         search_first_draws)
 from kernels.parallel import over_rows, parallel_kernel
 
 
@@ -203,7 +205,13 @@ def _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
 @numba.njit(cache=True, inline="always")
 def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, prefix,
                   guide, seed, stream, row_ids, replace):
-    """``search_first_draws`` of the rows ``[r0, r1)`` that search ahead.
+    """``search_first_draws`` of the rows ``[r0, r1)`` that search ahead, and
+    the later batches of the guided ones drawing without replacement.
+
+    Returns ``(filled, used)`` per row of the block: for a row whose
+    rejection draws ran here, its distinct picks and draws so far (what
+    ``_reject_batched`` returns), for the caller to finish
+    (``finish_rejected``); -1 for the other rows.
 
     A guided search is two dependent cache misses (the guide entry, then the
     prefix it points to) and a branch on the values read.  Done one draw at
@@ -233,8 +241,10 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
                     out[o + t] = lo + guide_bucket(uniform01(key, t) * total, scale, hi - lo)
             else:
                 search_first_draws(out, o, cnt, lo, hi, prefix, guide, key)
+    m = r1 - r0
+    filled = np.full(m, -1, np.int64)
     if not any_guided:
-        return
+        return filled, filled
     for i in range(r0, r1):
         if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
             for s in range(out_ptr[i], out_ptr[i + 1]):
@@ -262,6 +272,76 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
                     out[o + t] = finish_guided(prefix, lo, out[o + t], first[o + t - f0], x)
                 else:
                     out[o + t] = search_prefix(prefix, lo, hi, x)
+    if replace:
+        return filled, filled
+    # Without replacement, a row whose first batch repeats a pick draws
+    # another batch (``_reject_batched``), one row at a time a chain of
+    # dependent misses.  Here the rows' batches are accepted, and the next
+    # batches of the rows that need them searched in rounds of the passes
+    # above, so their misses overlap too.  Rows of more than ``SET_MIN``
+    # picks (a hash set of picks) stay with ``sample_one_row_cpu``.
+    used = np.zeros(m, np.int64)
+    more = False
+    for i in range(r0, r1):
+        cnt = out_ptr[i + 1] - out_ptr[i]
+        if cnt <= SET_MIN and _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m,
+                                            replace):
+            f = accept_batch(out, out_ptr[i], 0, cnt, out, 0)
+            filled[i - r0] = f
+            used[i - r0] = cnt
+            more = more or f < cnt
+    batch = np.zeros(m, np.int64)
+    while more:
+        more = False
+        for i in range(r0, r1):
+            f = filled[i - r0]
+            cnt = out_ptr[i + 1] - out_ptr[i]
+            n = used[i - r0]
+            budget = rejection_budget(cnt, row_hi[i] - row_lo[i])
+            b = min(cnt - f, budget - n) if f >= 0 and f < cnt else 0
+            batch[i - r0] = b
+            if b > 0:
+                o = out_ptr[i] + f
+                d = row_hi[i] - row_lo[i]
+                total = row_t[i]
+                scale = guide_scale(d, total)
+                key = row_key(seed, stream, _rid_of(row_ids, i))
+                for t in range(b):
+                    out[o + t] = row_lo[i] + guide_bucket(uniform01(key, n + t) * total,
+                                                          scale, d)
+        for i in range(r0, r1):
+            o = out_ptr[i] + filled[i - r0]
+            for s in range(o, o + batch[i - r0]):
+                out[s] = guide[out[s]]
+        for i in range(r0, r1):
+            o = out_ptr[i] + filled[i - r0]
+            lo = row_lo[i]
+            for s in range(o, o + batch[i - r0]):
+                g = out[s]
+                first[s - f0] = prefix[lo + g if g < GUIDE_EXACT else 0]
+        for i in range(r0, r1):
+            b = batch[i - r0]
+            if b > 0:
+                f = filled[i - r0]
+                o = out_ptr[i]
+                n = used[i - r0]
+                lo = row_lo[i]
+                hi = row_hi[i]
+                total = row_t[i]
+                key = row_key(seed, stream, _rid_of(row_ids, i))
+                for t in range(b):
+                    x = uniform01(key, n + t) * total
+                    s = o + f + t
+                    if x < total:
+                        out[s] = finish_guided(prefix, lo, out[s], first[s - f0], x)
+                    else:
+                        out[s] = search_prefix(prefix, lo, hi, x)
+                f = accept_batch(out, o, f, b, out, 0)
+                filled[i - r0] = f
+                used[i - r0] = n + b
+                cnt = out_ptr[i + 1] - o
+                more = more or (f < cnt and n + b < rejection_budget(cnt, hi - lo))
+    return filled, used
 
 
 def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values,
@@ -315,17 +395,24 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     for b in prange(blocks):
         r0 = b * GATHER_BLOCK_ROWS
         r1 = min(n, r0 + GATHER_BLOCK_ROWS)
+        filled = np.full(0, -1, np.int64)
+        used = filled
         if a_has_values:
-            # The weighted rows' first searches, in passes of their own (see
+            # The weighted rows' searches, in passes of their own (see
             # ``search_first_draws``, ``_search_block`` and docs/design.rst).
-            _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t,
-                          a_prefix, a_guide, seed, stream, row_ids, replace)
+            filled, used = _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m,
+                                         row_t, a_prefix, a_guide, seed, stream, row_ids,
+                                         replace)
         for i in range(r0, r1):
             cnt = out_ptr[i + 1] - out_ptr[i]
             if cnt:
                 key = row_key(seed, stream, _rid_of(row_ids, i))
                 lo = row_lo[i]
                 hi = row_hi[i]
+                if filled.size and filled[i - r0] >= 0:
+                    finish_rejected(out, out_ptr[i], cnt, filled[i - r0], used[i - r0], lo,
+                                    hi, a_values, a_has_values, key, out, 0)
+                    continue
                 if a_has_values:
                     p = row_p[i]
                     m = row_m[i]
