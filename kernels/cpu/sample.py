@@ -221,87 +221,48 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
     between its loads: the guide entries' addresses, the guide reads, the
     prefix reads, and only then the comparisons, on values already in
     cache.  The answers are ``search_guided``'s (``finish_guided``).
+
+    Without replacement, a row whose batch repeats a pick draws another
+    (``_reject_batched``); one row at a time, each batch is a chain of
+    dependent misses.  Here the rows' batches are accepted after the passes
+    (``accept_batch``) and the next batches of the rows that need them
+    searched in another round of the passes, so their misses overlap too.
+    Rows of more than ``SET_MIN`` picks (a hash set of picks) and rows with
+    replacement leave after their first batch, for ``sample_one_row_cpu``.
     """
     guided = guide.size > 0
-    # Blocks without a guided row (short rows, uniform rows, no guide) skip
-    # the passes below and their scratch.
-    any_guided = False
+    m = r1 - r0
+    # Per guided row: the slot of its batch's first draw (its picks so far),
+    # the draws it has used, and the batch the next round searches.
+    filled = np.full(m, -1, np.int64)
+    used = np.zeros(m, np.int64)
+    batch = np.zeros(m, np.int64)
+    more = False
     for i in range(r0, r1):
         if _searches_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
             o = out_ptr[i]
             cnt = out_ptr[i + 1] - o
-            lo = row_lo[i]
-            hi = row_hi[i]
-            key = row_key(seed, stream, _rid_of(row_ids, i))
-            if guided and has_guide_length(hi - lo):
-                any_guided = True
-                total = row_t[i]
-                scale = guide_scale(hi - lo, total)
-                for t in range(cnt):
-                    out[o + t] = lo + guide_bucket(uniform01(key, t) * total, scale, hi - lo)
+            if guided and has_guide_length(row_hi[i] - row_lo[i]):
+                filled[i - r0] = 0
+                batch[i - r0] = cnt
+                more = True
             else:
-                search_first_draws(out, o, cnt, lo, hi, prefix, guide, key)
-    m = r1 - r0
-    filled = np.full(m, -1, np.int64)
-    if not any_guided:
-        return filled, filled
-    for i in range(r0, r1):
-        if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
-            for s in range(out_ptr[i], out_ptr[i + 1]):
-                out[s] = guide[out[s]]
+                key = row_key(seed, stream, _rid_of(row_ids, i))
+                search_first_draws(out, o, cnt, row_lo[i], row_hi[i], prefix, guide, key)
+    # Blocks without a guided row (short rows, uniform rows, no guide) skip
+    # the passes below and their scratch.
+    if not more:
+        return filled, used
     # Exact buckets read prefix[0] instead of a line of their own: a select,
     # not a branch, so the loads of the draws after them still issue.
-    first = np.empty(out_ptr[r1] - out_ptr[r0], np.float64)
     f0 = out_ptr[r0]
-    for i in range(r0, r1):
-        if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
-            lo = row_lo[i]
-            for s in range(out_ptr[i], out_ptr[i + 1]):
-                g = out[s]
-                first[s - f0] = prefix[lo + g if g < GUIDE_EXACT else 0]
-    for i in range(r0, r1):
-        if _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
-            o = out_ptr[i]
-            lo = row_lo[i]
-            hi = row_hi[i]
-            total = row_t[i]
-            key = row_key(seed, stream, _rid_of(row_ids, i))
-            for t in range(out_ptr[i + 1] - o):
-                x = uniform01(key, t) * total
-                if x < total:
-                    out[o + t] = finish_guided(prefix, lo, out[o + t], first[o + t - f0], x)
-                else:
-                    out[o + t] = search_prefix(prefix, lo, hi, x)
-    if replace:
-        return filled, filled
-    # Without replacement, a row whose first batch repeats a pick draws
-    # another batch (``_reject_batched``), one row at a time a chain of
-    # dependent misses.  Here the rows' batches are accepted, and the next
-    # batches of the rows that need them searched in rounds of the passes
-    # above, so their misses overlap too.  Rows of more than ``SET_MIN``
-    # picks (a hash set of picks) stay with ``sample_one_row_cpu``.
-    used = np.zeros(m, np.int64)
-    more = False
-    for i in range(r0, r1):
-        cnt = out_ptr[i + 1] - out_ptr[i]
-        if cnt <= SET_MIN and _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m,
-                                            replace):
-            f = accept_batch(out, out_ptr[i], 0, cnt, out, 0)
-            filled[i - r0] = f
-            used[i - r0] = cnt
-            more = more or f < cnt
-    batch = np.zeros(m, np.int64)
+    first = np.empty(out_ptr[r1] - f0, np.float64)
     while more:
-        more = False
         for i in range(r0, r1):
-            f = filled[i - r0]
-            cnt = out_ptr[i + 1] - out_ptr[i]
-            n = used[i - r0]
-            budget = rejection_budget(cnt, row_hi[i] - row_lo[i])
-            b = min(cnt - f, budget - n) if f >= 0 and f < cnt else 0
-            batch[i - r0] = b
+            b = batch[i - r0]
             if b > 0:
-                o = out_ptr[i] + f
+                o = out_ptr[i] + filled[i - r0]
+                n = used[i - r0]
                 d = row_hi[i] - row_lo[i]
                 total = row_t[i]
                 scale = guide_scale(d, total)
@@ -319,28 +280,37 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
             for s in range(o, o + batch[i - r0]):
                 g = out[s]
                 first[s - f0] = prefix[lo + g if g < GUIDE_EXACT else 0]
+        more = False
         for i in range(r0, r1):
             b = batch[i - r0]
-            if b > 0:
-                f = filled[i - r0]
-                o = out_ptr[i]
-                n = used[i - r0]
-                lo = row_lo[i]
-                hi = row_hi[i]
-                total = row_t[i]
-                key = row_key(seed, stream, _rid_of(row_ids, i))
-                for t in range(b):
-                    x = uniform01(key, n + t) * total
-                    s = o + f + t
-                    if x < total:
-                        out[s] = finish_guided(prefix, lo, out[s], first[s - f0], x)
-                    else:
-                        out[s] = search_prefix(prefix, lo, hi, x)
-                f = accept_batch(out, o, f, b, out, 0)
-                filled[i - r0] = f
-                used[i - r0] = n + b
-                cnt = out_ptr[i + 1] - o
-                more = more or (f < cnt and n + b < rejection_budget(cnt, hi - lo))
+            if b == 0:
+                continue
+            o = out_ptr[i]
+            cnt = out_ptr[i + 1] - o
+            f = filled[i - r0]
+            n = used[i - r0]
+            lo = row_lo[i]
+            hi = row_hi[i]
+            total = row_t[i]
+            key = row_key(seed, stream, _rid_of(row_ids, i))
+            for t in range(b):
+                x = uniform01(key, n + t) * total
+                s = o + f + t
+                if x < total:
+                    out[s] = finish_guided(prefix, lo, out[s], first[s - f0], x)
+                else:
+                    out[s] = search_prefix(prefix, lo, hi, x)
+            batch[i - r0] = 0
+            if replace or cnt > SET_MIN:
+                filled[i - r0] = -1
+                continue
+            f = accept_batch(out, o, f, b, out, 0)
+            n += b
+            filled[i - r0] = f
+            used[i - r0] = n
+            if f < cnt and n < rejection_budget(cnt, hi - lo):
+                batch[i - r0] = min(cnt - f, rejection_budget(cnt, hi - lo) - n)
+                more = True
     return filled, used
 
 
