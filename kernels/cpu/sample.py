@@ -308,8 +308,9 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
             n += b
             filled[i - r0] = f
             used[i - r0] = n
-            if f < cnt and n < rejection_budget(cnt, hi - lo):
-                batch[i - r0] = min(cnt - f, rejection_budget(cnt, hi - lo) - n)
+            budget = rejection_budget(cnt, hi - lo)
+            if f < cnt and n < budget:
+                batch[i - r0] = min(cnt - f, budget - n)
                 more = True
     return filled, used
 
