@@ -53,7 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-SECTIONS = ("tests", "equal", "train", "graphsage", "layerwise", "spgemm")
+SECTIONS = ("tests", "equal", "train", "graphsage", "uva", "launch", "layerwise", "spgemm")
 TEST_FILES = ("test_cuda_kernels.py", "test_topk_cuda.py", "test_ops.py", "test_topk.py",
               "test_conversions.py", "test_features.py", "test_from_edge_index.py",
               "test_loader.py", "test_partition.py", "test_spmm.py")
@@ -137,19 +137,37 @@ def check_equal(cupy, out):
     A = sampling.datasets.load("cora").A
     Ag = A.to("cuda")
     seeds = [rng.choice(A.nrows, 64, replace=False) for _ in range(4)]
-    makers = {"GraphSAGE": lambda G: sampling.GraphSAGE(G, fanouts=[5, 5]),
-              "GraphSAGE, replace": lambda G: sampling.GraphSAGE(G, fanouts=[5, 5], replace=True),
-              "LADIES": lambda G: sampling.LADIES(G, layer_sizes=[64, 64]),
-              "FastGCN": lambda G: sampling.FastGCN(G, layer_sizes=[64, 64])}
-    out.append("## GPU minibatches equal the CPU's (Cora, 4 x 64 seeds, seed 3)\n")
+    W = A.with_values(rng.random(A.nnz).astype(np.float32) * (rng.random(A.nnz) < 0.8))
+    Wg = W.to("cuda")
+    makers = {"GraphSAGE": lambda G, W: sampling.GraphSAGE(G, fanouts=[5, 5]),
+              "GraphSAGE, replace": lambda G, W: sampling.GraphSAGE(G, fanouts=[5, 5],
+                                                                    replace=True),
+              "GraphSAGE, weighted": lambda G, W: sampling.GraphSAGE(W, fanouts=[5, 5],
+                                                                     weighted=True),
+              "GraphSAGE, weighted, replace": lambda G, W: sampling.GraphSAGE(
+                  W, fanouts=[5, 5], weighted=True, replace=True),
+              "GraphSAGE, fanouts [-1, 5]": lambda G, W: sampling.GraphSAGE(G, fanouts=[-1, 5]),
+              "LADIES": lambda G, W: sampling.LADIES(G, layer_sizes=[64, 64]),
+              "FastGCN": lambda G, W: sampling.FastGCN(G, layer_sizes=[64, 64])}
+    out.append("## GPU minibatches equal the CPU's (4 x 64 seeds, seed 3)\n")
     ok = True
-    for name, make in makers.items():
-        cpu = make(A).sample(seeds, seed=3)
-        gpu = make(Ag).sample([cupy.asarray(s) for s in seeds], seed=3)
-        same = same_minibatches(cpu, gpu)
-        ok &= same
-        print(f"{name}: GPU == CPU {same}", flush=True)
-        out.append(f"- {name}: {'equal' if same else '**DIFFERENT**'}")
+    from spla.generators import rmat
+    R = rmat(16, 16, seed=0)
+    RW = R.with_values(rng.random(R.nnz).astype(np.float32))
+    graphs = {"Cora": (A, Ag, W, Wg), "R-MAT 16": (R, R.to("cuda"), RW, RW.to("cuda")),
+              "R-MAT 16 in mapped host memory": (R, R.to("cuda", memory="host"), RW,
+                                                 RW.to("cuda", memory="host"))}
+    for gname, (c, g, cw, gw) in graphs.items():
+        sd = [rng.choice(c.nrows, 64, replace=False) for _ in range(4)]
+        for name, make in makers.items():
+            if gname != "Cora" and name in ("LADIES", "FastGCN"):
+                continue
+            cpu = make(c, cw).sample(sd, seed=3)
+            gpu = make(g, gw).sample([cupy.asarray(s) for s in sd], seed=3)
+            same = same_minibatches(cpu, gpu)
+            ok &= same
+            print(f"{gname}, {name}: GPU == CPU {same}", flush=True)
+            out.append(f"- {gname}, {name}: {'equal' if same else '**DIFFERENT**'}")
     out.append("")
     return ok
 
@@ -170,28 +188,155 @@ def train(out):
     return proc.returncode == 0 and bool(acc)
 
 
-def graphsage(cupy, args, out, G):
+class unfused:
+    """Within the block, GPU node-wise sampling runs operator by operator
+    (``spla.sample_hops``' composed path) instead of the fused hops."""
+
+    def __enter__(self):
+        import kernels.cuda.hops as hops
+        self.hops, self.old = hops, hops.MAX_SLOTS
+        hops.MAX_SLOTS = 0
+
+    def __exit__(self, *exc):
+        self.hops.MAX_SLOTS = self.old
+
+
+def graphsage(cupy, args, out, G, label="", cpu_graph=None):
+    """Bulk GraphSAGE [15, 10, 5]: fused hops against the operator-by-operator path."""
     import sampling
+    from kernels.opcount import counting
     sync = cupy.cuda.Device().synchronize
     rng = np.random.default_rng(1)
     n = G.nrows
-    out += ["## GraphSAGE [15, 10, 5], R-MAT scale %d, 1,024 seeds per minibatch\n" % args.scale,
-            "| bulk k | ms per bulk | ms per minibatch | sampled edges per minibatch | SEPS |",
-            "|---|---|---|---|---|"]
+    out += [f"## GraphSAGE [15, 10, 5], R-MAT scale {args.scale}{label}, 1,024 seeds "
+            "per minibatch\n",
+            "| bulk k | path | ms per bulk | ms per minibatch | sampled edges per minibatch "
+            "| SEPS | launches per bulk | blocking reads per bulk |",
+            "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for k in args.bulks:
         batches = [cupy.asarray(rng.choice(n, 1024, replace=False)) for _ in range(k)]
         s = sampling.GraphSAGE(G, [15, 10, 5])
-        mbs = s.sample(batches, seed=1, epoch=0)
+        for path in ("fused", "unfused"):
+            if path == "unfused" and not args.unfused:
+                continue
+            ctx = unfused() if path == "unfused" else _Nothing()
+            with ctx:
+                mbs = s.sample(batches, seed=1, epoch=0)
+                sync()
+                edges = sum(int(b.adj.nnz) for mb in mbs for b in mb.blocks)
+                del mbs
+                with counting() as tally:
+                    s.sample(batches, seed=1, epoch=0)
+                    sync()
+                epoch = iter(range(1, 10**6))
+                t = timed(lambda: s.sample(batches, seed=1, epoch=next(epoch)), args.repeats,
+                          sync)
+            seps = edges / t
+            print(f"GraphSAGE{label} k={k} {path}: {t * 1e3:.2f} ms/bulk, "
+                  f"{t / k * 1e3:.3f} ms/minibatch, {seps / 1e6:.1f} M SEPS, "
+                  f"{tally.launches} launches, {tally.reads} reads", flush=True)
+            out.append(f"| {k} | {path} | {t * 1e3:.2f} | {t / k * 1e3:.3f} | {edges // k:,} | "
+                       f"{seps / 1e6:,.0f} M | {tally.launches} | {tally.reads} |")
+            rows.append((k, path, t, seps))
+    # One minibatch per call, as a training loop without bulk sampling calls it.
+    batches = [cupy.asarray(rng.choice(n, 1024, replace=False)) for _ in range(8)]
+    s = sampling.GraphSAGE(G, [15, 10, 5])
+    one = timed(lambda: [s.sample([b], seed=1, batch_ids=[i]) for i, b in enumerate(batches)],
+                args.repeats, sync) / len(batches)
+    edges = sum(int(b.adj.nnz) for i, bt in enumerate(batches)
+                for b in s.sample([bt], seed=1, batch_ids=[i])[0].blocks) / len(batches)
+    print(f"GraphSAGE{label} one per call: {one * 1e3:.3f} ms, {edges / one / 1e6:.1f} M SEPS",
+          flush=True)
+    out.append(f"| 1 (one per call) | fused | {one * 1e3:.2f} | {one * 1e3:.3f} | "
+               f"{int(edges):,} | {edges / one / 1e6:,.0f} M | | |")
+    out.append("")
+    return rows
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def uva(cupy, args, out):
+    """GraphSAGE with the graph in mapped host memory against device memory and the CPU."""
+    import numba
+    import sampling
+    from spla.generators import rmat
+    sync = cupy.cuda.Device().synchronize
+    host = rmat(args.scale, 16, seed=0)
+    rows = {}
+    for label, G in (("device memory", host.to("cuda")),
+                     ("mapped host memory (UVA)", host.to("cuda", memory="host"))):
+        rng = np.random.default_rng(5)
+        s = sampling.GraphSAGE(G, [15, 10, 5])
+        for k in (16, 64):
+            batches = [cupy.asarray(rng.choice(host.nrows, 1024, replace=False))
+                       for _ in range(k)]
+            epoch = iter(range(1, 10**6))
+            t = timed(lambda: s.sample(batches, seed=1, epoch=next(epoch)), args.repeats, sync)
+            rows[label, k] = t / k
+            print(f"GraphSAGE, {label}, k={k}: {t / k * 1e3:.3f} ms/minibatch", flush=True)
+        del G, s
+    threads = numba.get_num_threads()
+    numba.set_num_threads(min(2, threads))
+    try:
+        rng = np.random.default_rng(5)
+        s = sampling.GraphSAGE(host, [15, 10, 5])
+        batches = [rng.choice(host.nrows, 1024, replace=False) for _ in range(16)]
+        cpu = timed(lambda: s.sample(batches, seed=1), max(1, args.repeats - 1), lambda: None) / 16
+    finally:
+        numba.set_num_threads(threads)
+    print(f"GraphSAGE on this host's CPU, 2 threads, k=16: {cpu * 1e3:.3f} ms/minibatch",
+          flush=True)
+    out += [f"## GraphSAGE [15, 10, 5] with the graph in mapped host memory (UVA), "
+            f"R-MAT scale {args.scale}\n",
+            "| bulk k | device memory ms/minibatch | UVA ms/minibatch | UVA / device throughput "
+            "| UVA vs this host's CPU (2 threads, k = 16) |", "|---|---|---|---|---|"]
+    for k in (16, 64):
+        d, u = rows["device memory", k], rows["mapped host memory (UVA)", k]
+        out.append(f"| {k} | {d * 1e3:.3f} | {u * 1e3:.3f} | {d / u:.2f}x | {cpu / u:.1f}x |")
+    out.append(f"\nCPU: {cpu * 1e3:.2f} ms per minibatch (spla, numba on 2 threads of this "
+               "host).\n")
+
+
+def launch_overhead(cupy, out):
+    """Host time of one numba-cuda launch: cupy arguments against numba device arrays."""
+    from numba import cuda
+
+    @cuda.jit
+    def touch(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, n):
+        i = cuda.grid(1)
+        if i < n:
+            a0[i] += a1[i] + a2[i] + a3[i] + a4[i] + a5[i] + a6[i] + a7[i] + a8[i] + a9[i] \
+                + a10[i] + a11[i]
+
+    arrs = [cupy.zeros(256, np.int64) for _ in range(12)]
+    devs = [cuda.as_cuda_array(a) for a in arrs]
+    sync = cupy.cuda.Device().synchronize
+    res = {}
+    for label, args in (("cupy arrays", arrs), ("numba device arrays", devs)):
+        touch[1, 256](*args, np.int64(256))
         sync()
-        edges = sum(int(b.adj.nnz) for mb in mbs for b in mb.blocks)
-        del mbs
-        epoch = iter(range(1, 10**6))
-        t = timed(lambda: s.sample(batches, seed=1, epoch=next(epoch)), args.repeats, sync)
-        seps = edges / t
-        print(f"GraphSAGE k={k}: {t * 1e3:.1f} ms/bulk, {t / k * 1e3:.3f} ms/minibatch, "
-              f"{seps / 1e6:.1f} M SEPS", flush=True)
-        out.append(f"| {k} | {t * 1e3:.1f} | {t / k * 1e3:.3f} | {edges // k:,} | "
-                   f"{seps / 1e6:,.0f} M |")
+        t0 = time.perf_counter()
+        for _ in range(300):
+            touch[1, 256](*args, np.int64(256))
+        sync()
+        res[label] = (time.perf_counter() - t0) / 300
+    t0 = time.perf_counter()
+    for _ in range(300):
+        arrs[0] += 1
+    sync()
+    res["one cupy elementwise op"] = (time.perf_counter() - t0) / 300
+    out += ["## Launch overhead (host time per launch, 12 array arguments)\n",
+            "| launch | us |", "|---|---|"]
+    for k, v in res.items():
+        print(f"launch, {k}: {v * 1e6:.1f} us", flush=True)
+        out.append(f"| {k} | {v * 1e6:.1f} |")
     out.append("")
 
 
@@ -361,6 +506,8 @@ def main(argv=None):
     p.add_argument("--profile", action="store_true",
                    help="add the host-side profile and the GPU time per kernel")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-unfused", dest="unfused", action="store_false",
+                   help="skip the operator-by-operator GraphSAGE path (the fused one only)")
     p.add_argument("--out", default=None, help="results file (default: results/gpu_<device>.md)")
     args = p.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
@@ -369,7 +516,7 @@ def main(argv=None):
         p.error(f"--sections: unknown {bad}; expected a subset of {list(SECTIONS)}")
     if args.no_tests and "tests" in sections:
         sections.remove("tests")
-    args.scale, args.bulks, args.spgemm_scales = 20, (16, 64, 256), (14, 16)
+    args.scale, args.bulks, args.spgemm_scales = 20, (1, 16, 64, 256), (14, 16)
     if args.quick:
         args.scale, args.bulks, args.spgemm_scales, args.repeats = 16, (4, 16), (12,), 2
 
@@ -397,6 +544,10 @@ def main(argv=None):
         G = rmat(args.scale, 16, seed=0).to("cuda")
     if "graphsage" in sections:
         graphsage(cupy, args, out, G)
+    if "uva" in sections:
+        uva(cupy, args, out)
+    if "launch" in sections:
+        launch_overhead(cupy, out)
     if "layerwise" in sections:
         layerwise(cupy, args, out, G)
     if args.profile:

@@ -173,6 +173,67 @@ def sort_range(a, lo, hi):
 
 
 @numba.njit(cache=True, inline="always")
+def _sift_down_pairs(keys, vals, lo, root, end):
+    # ``_sift_down`` moving ``vals`` alongside ``keys``.
+    v = keys[lo + root]
+    w = vals[lo + root]
+    while True:
+        c = 2 * root + 1
+        if c >= end:
+            break
+        if c + 1 < end and keys[lo + c + 1] > keys[lo + c]:
+            c += 1
+        if keys[lo + c] <= v:
+            break
+        keys[lo + root] = keys[lo + c]
+        vals[lo + root] = vals[lo + c]
+        root = c
+    keys[lo + root] = v
+    vals[lo + root] = w
+
+
+@numba.njit(cache=True)
+def sort_pairs_inplace(keys, vals, lo, hi):
+    """Sort ``keys[lo:hi]`` ascending, permuting ``vals`` alongside, without allocating.
+
+    Insertion sort up to 32 entries, heap sort beyond (device-safe: the CUDA
+    kernels call it); the order of equal keys is unspecified, so callers
+    pass distinct keys.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernels.common import sort_pairs_inplace
+    >>> k, v = np.array([3, 1, 2]), np.array([30.0, 10.0, 20.0])
+    >>> sort_pairs_inplace(k, v, 0, 3); k.tolist(), v.tolist()
+    ([1, 2, 3], [10.0, 20.0, 30.0])
+    """
+    n = hi - lo
+    if n <= 32:
+        for i in range(lo + 1, hi):
+            c = keys[i]
+            p = vals[i]
+            j = i - 1
+            while j >= lo and keys[j] > c:
+                keys[j + 1] = keys[j]
+                vals[j + 1] = vals[j]
+                j -= 1
+            keys[j + 1] = c
+            vals[j + 1] = p
+        return
+    for root in range(n // 2 - 1, -1, -1):
+        _sift_down_pairs(keys, vals, lo, root, n)
+    for end in range(n - 1, 0, -1):
+        v = keys[lo]
+        keys[lo] = keys[lo + end]
+        keys[lo + end] = v
+        w = vals[lo]
+        vals[lo] = vals[lo + end]
+        vals[lo + end] = w
+        _sift_down_pairs(keys, vals, lo, 0, end)
+
+
+@numba.njit(cache=True, inline="always")
 def sort_pairs(keys, vals, lo, hi):
     """Sort ``keys[lo:hi]`` ascending, permuting ``vals`` alongside (keys distinct).
 

@@ -205,6 +205,8 @@ class Batches:
     nodes: object
     ptr: object
     ids: Tuple[int, ...]
+    #: ``ptr`` on the host (int64 numpy), for sizes without a device read
+    ptr_host: object = None
 
     @property
     def k(self):
@@ -239,21 +241,25 @@ def stack_batches(func, batches, n, xp, batch_ids=None):
             fail(DTypeError, func, f"batches[{i}]", "integer vertex ids", describe(a))
         arrays.append(a.astype(np.int64, copy=False))
     nodes = xp.concatenate(arrays)
-    lo, hi = int(nodes.min()), int(nodes.max())
-    if lo < 0 or hi >= n:
-        bad = lo if lo < 0 else hi
-        g = _group_of(arrays, bad)
-        fail(IndexOutOfRange, func, f"batches[{g}]", f"vertex ids in [0, {n})", bad)
     sizes = np.array([a.size for a in arrays], np.int64)
     ptr = np.zeros(len(arrays) + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
     group = np.repeat(np.arange(len(arrays)), sizes)
-    keys = xp.asarray(group) * n + nodes
-    if int(xp.unique(keys).size) != keys.size:
-        sk = xp.sort(keys)
+    # Range and repeats in one device read (ids are clipped, so an
+    # out-of-range one can neither fake nor hide a repeat); the offender is
+    # looked for only once something is wrong.
+    sk = xp.sort(xp.asarray(group) * (n + 2) + xp.clip(nodes, -1, n))
+    dups = (sk[1:] == sk[:-1]).sum() if sk.size > 1 else xp.zeros((), np.int64)
+    lo, hi, dups = (int(v) for v in backend.to_host(xp.stack([nodes.min(), nodes.max(),
+                                                               dups])))
+    if lo < 0 or hi >= n:
+        bad = lo if lo < 0 else hi
+        g = _group_of(arrays, bad)
+        fail(IndexOutOfRange, func, f"batches[{g}]", f"vertex ids in [0, {n})", bad)
+    if dups:
         dup = int(sk[:-1][sk[1:] == sk[:-1]][0])
-        fail(InvalidValue, func, f"batches[{dup // n}]", "distinct seed vertices",
-             f"vertex {dup % n} twice")
+        fail(InvalidValue, func, f"batches[{dup // (n + 2)}]", "distinct seed vertices",
+             f"vertex {dup % (n + 2)} twice")
     if batch_ids is None:
         ids = tuple(range(len(arrays)))
     else:
@@ -263,7 +269,7 @@ def stack_batches(func, batches, n, xp, batch_ids=None):
             fail(DimensionMismatch, func, "batch_ids", f"{len(arrays)} ids", len(ids))
     if ids and (max(ids) + 1) * n >= 2 ** 63:
         fail(InvalidValue, func, "batch_ids", "ids with id * n_vertices < 2**63", max(ids))
-    return Batches(nodes, xp.asarray(ptr), ids)
+    return Batches(nodes, xp.asarray(ptr), ids, ptr)
 
 
 def _group_of(arrays, value):
@@ -534,26 +540,28 @@ class Sampler(abc.ABC):
 def _own_share(B, mine):
     """The minibatches at positions ``mine`` (consecutive) of the stacked bulk ``B``."""
     if not mine:
-        return Batches(np.zeros(0, np.int64), np.zeros(1, np.int64), ())
-    ptr = backend.to_host(B.ptr)
+        return Batches(np.zeros(0, np.int64), np.zeros(1, np.int64), (), np.zeros(1, np.int64))
+    ptr = B.ptr_host
     nodes = B.nodes[ptr[mine[0]]:ptr[mine[-1] + 1]]
-    return Batches(nodes, ptr[mine[0]:mine[-1] + 2] - ptr[mine[0]],
-                   tuple(B.ids[i] for i in mine))
+    own = ptr[mine[0]:mine[-1] + 2] - ptr[mine[0]]
+    return Batches(nodes, own, tuple(B.ids[i] for i in mine), own)
 
 
 def assemble(layers, ids, graph=None):
     """Split stacked block-diagonal layers into one MiniBatch per group.
 
-    ``graph`` (the graph the sampler was built on) is recorded on every
-    MiniBatch for its edge ids (``MiniBatch.edge_ids``): a reference, no
-    work here.
+    A layer is ``(adj, dst, dst_ptr, src, src_ptr)``: ``adj`` the stacked
+    block-diagonal matrix, or already the list of its diagonal blocks (as
+    ``spla.sample_hops`` returns them).  ``graph`` (the graph the sampler
+    was built on) is recorded on every MiniBatch for its edge ids
+    (``MiniBatch.edge_ids``): a reference, no work here.
     """
     from spla import split_blocks
     per_group = [[] for _ in ids]
     for adj, dst, dst_ptr, src, src_ptr in reversed(layers):  # input layer first
-        blocks = split_blocks(adj, dst_ptr, src_ptr, check=False)
         dp = backend.to_host(dst_ptr).tolist()
         sp = backend.to_host(src_ptr).tolist()
+        blocks = adj if isinstance(adj, list) else split_blocks(adj, dp, sp, check=False)
         for g in range(len(ids)):
             per_group[g].append(Block(blocks[g], dst[dp[g]:dp[g + 1]], src[sp[g]:sp[g + 1]]))
     return [MiniBatch(bl, index=i, graph=graph) for bl, i in zip(per_group, ids)]

@@ -7,7 +7,9 @@ Per layer, for the stacked frontier of all k minibatches::
     adj, src = compact_columns_blockwise(S, groups, first=frontier)
 
 and the next frontier is ``src`` (the destination vertices, then the newly
-sampled ones, each once per minibatch).
+sampled ones, each once per minibatch).  ``spla.sample_hops`` runs these
+hops: operator by operator on the CPU, fused into a few launches per hop
+with no host read between hops on a GPU.
 """
 
 from dataclasses import dataclass
@@ -15,12 +17,11 @@ from typing import Tuple
 
 import numpy as np
 
-from spla import backend, compact_columns_blockwise, mxm, sample_rows, semiring
+from spla import backend
 from spla import comm as C
 from spla.checks import check_weights, fail
 from spla.exceptions import InvalidValue
-from spla.matrix import Matrix
-from spla.sample import K_ALL
+from spla.hops import ALL, sample_hops, selection  # noqa: F401 - selection: public here too
 
 from sampling.base import (ALL_NEIGHBORS, BYTES_PER_DRAW, Sampler, SamplerConfig, as_graph,
                            graph_comm, layer_sizes_tuple, memory_limit, stream_of)
@@ -58,23 +59,6 @@ class GraphSAGEConfig(SamplerConfig):
         object.__setattr__(self, "replace", bool(self.replace))
         object.__setattr__(self, "weighted", bool(self.weighted))
         object.__setattr__(self, "materialize", bool(self.materialize))
-
-
-def selection(vertices, n):
-    """The structural matrix with row i selecting row ``vertices[i]`` of an n-row matrix.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> selection(np.array([2, 0]), 3).to_dense()
-    array([[0., 0., 1.],
-           [1., 0., 0.]])
-    """
-    xp = np if isinstance(vertices, np.ndarray) else __import__("cupy")
-    ptr = xp.arange(vertices.size + 1, dtype=np.int64)
-    # The vertices come from validated minibatches or from spla's own
-    # relabelling: trusted, and not modified afterwards.
-    return Matrix.from_csr(ptr, vertices, None, (int(vertices.size), n), check=False, copy=False)
 
 
 class GraphSAGE(Sampler):
@@ -217,7 +201,7 @@ class GraphSAGE(Sampler):
         if limit is None:
             return
         n = self.num_nodes
-        rows = np.diff(backend.to_host(B.ptr)).astype(object)  # Python ints: no overflow
+        rows = np.diff(B.ptr_host).astype(object)  # Python ints: no overflow
         for hop, f in enumerate(self.config.fanouts):
             if f == ALL_NEIGHBORS:
                 rows = np.array([min(n, r * (1 + self._max_degree)) for r in rows], dtype=object)
@@ -233,30 +217,11 @@ class GraphSAGE(Sampler):
             rows = np.array([min(n, r * (1 + f)) for r in rows], dtype=object)
 
     def _sample_stacked(self, B, seed, epoch):
-        n, xp = self.num_nodes, self.A.xp
-        frontier, ptr = B.nodes, B.ptr
-        ids = xp.asarray(np.asarray(B.ids, np.int64))
-        layers = []
-        for hop, fanout in enumerate(self.config.fanouts):
-            group = xp.repeat(ids, xp.diff(ptr).tolist() if xp is not np else xp.diff(ptr))
-            A = self._rows(self.A, self.D, frontier)
-            if self.config.weighted:
-                P = selection(frontier, n) @ A
-            else:  # uniform: a structural product, no values to carry
-                P = mxm(selection(frontier, n), A.structure(), semiring.any_pair)
-            if self.config.materialize:
-                P = P.new()
-            every = fanout == ALL_NEIGHBORS
-            # K_ALL: at least any row's degree, so sample_rows keeps whole
-            # rows; without replacement, since -1 means each neighbour once.
-            S = sample_rows(P, K_ALL if every else fanout, seed=seed,
-                            stream=stream_of(epoch, hop), row_ids=group * n + frontier,
-                            replace=self.config.replace and not every,
-                            return_counts=self.config.replace)
-            if self.config.replace:
-                S, counts = S
-                S = S.with_values(counts.astype(np.float32))
-            adj, src, src_ptr = compact_columns_blockwise(S, ptr, first=frontier, first_ptr=ptr)
-            layers.append((adj, frontier, ptr, src, src_ptr))
-            frontier, ptr = src, src_ptr
-        return layers
+        # Every hop is ``sample_rows(selection(frontier) @ A)`` then
+        # ``compact_columns_blockwise``; spla runs them (fused on a GPU).
+        ks = [ALL if f == ALL_NEIGHBORS else f for f in self.config.fanouts]
+        return sample_hops(self.A if self.D is None else self.D, B.nodes, B.ptr_host, ks,
+                           seed=seed, streams=[stream_of(epoch, h) for h in range(len(ks))],
+                           group_ids=B.ids, replace=self.config.replace,
+                           weighted=self.config.weighted,
+                           materialize=self.config.materialize, check=False)

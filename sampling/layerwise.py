@@ -82,7 +82,7 @@ def row_normalized_with_self_loops(A, row_offset=0, row_ids=None):
 
 def diagonal(d):
     """The diagonal matrix with ``d`` on its diagonal (explicit zeros kept)."""
-    xp = np if isinstance(d, np.ndarray) else __import__("cupy")
+    xp = backend.xp_of_array(d)
     n = d.size
     return Matrix.from_csr(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int64), d,
                            (n, n), check=False, copy=False)
@@ -363,6 +363,6 @@ def _column_norms_by_owner(A_sq, D):
 
 
 def _counts(ptr):
-    xp = np if isinstance(ptr, np.ndarray) else __import__("cupy")
+    xp = backend.xp_of_array(ptr)
     d = xp.diff(ptr)
     return d if xp is np else d.tolist()

@@ -211,7 +211,7 @@ def _first_non_finite(values):
     """Flat index of the first NaN or infinite value, or None (checked by chunks)."""
     if values is None or values.size == 0 or values.dtype.kind not in "fc":
         return None
-    xp = np if isinstance(values, np.ndarray) else __import__("cupy")
+    xp = backend.xp_of_array(values)
     flat = values.reshape(-1)
     for start in range(0, flat.size, _FINITE_CHUNK):
         bad = ~xp.isfinite(flat[start:start + _FINITE_CHUNK])

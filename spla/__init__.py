@@ -29,6 +29,7 @@ from spla.matrix import Matrix
 from spla.mxm import MxmExpr, mxm
 from spla import partition  # noqa: F401 - spla.partition.block / metis
 from spla.partition import Partition
+from spla.hops import sample_hops
 from spla.sample import sample_rows
 from spla.spmm import dropout, spmm
 from spla.structure import (block_diag, compact_columns, compact_columns_blockwise,
@@ -42,7 +43,7 @@ __all__ = [
     "mxm", "extract", "extract_rows", "extract_cols", "extract_blockwise",
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",
-    "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows",
+    "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows", "sample_hops",
     "select_topk", "entry_positions", "is_symmetric_pattern", "spmm", "dropout",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",

@@ -5,6 +5,7 @@ numpy arrays run the ``kernels.cpu`` kernels, cupy arrays the
 GPU is asked for, so the CPU path never needs it.
 """
 
+import ctypes
 import importlib
 import sys
 
@@ -39,6 +40,9 @@ def require_cupy(func):
 def device_of(arr):
     """'cpu' for numpy arrays (and anything else), 'cuda' for cupy arrays.
 
+    cupy is asked first: an array module standing in for cupy may subclass
+    numpy's arrays (the CUDA-simulator tests run the GPU path on one).
+
     Examples
     --------
     >>> import numpy as np
@@ -46,12 +50,23 @@ def device_of(arr):
     >>> device_of(np.zeros(3))
     'cpu'
     """
-    if isinstance(arr, np.ndarray):
-        return CPU
     cp = sys.modules.get("cupy")
     if cp is not None and isinstance(arr, cp.ndarray):
         return CUDA
     return CPU
+
+
+def xp_of_array(arr):
+    """The array module of ``arr``: cupy for a cupy array, numpy otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.backend import xp_of_array
+    >>> xp_of_array(np.arange(2)).__name__
+    'numpy'
+    """
+    return sys.modules["cupy"] if device_of(arr) == CUDA else np
 
 
 def xp_of(device):
@@ -111,7 +126,7 @@ def to_host(arr):
     >>> to_host(a) is a
     True
     """
-    if isinstance(arr, np.ndarray):
+    if device_of(arr) == CPU:
         return arr
     return arr.get()
 
@@ -131,6 +146,52 @@ def concatenate(arrays, dtype=np.int64):
     """
     if not arrays:
         return np.zeros(0, dtype)
-    if isinstance(arrays[0], np.ndarray):
-        return np.concatenate(arrays)
-    return require_cupy("concatenate").concatenate(arrays)
+    return xp_of_array(arrays[0]).concatenate(arrays)
+
+
+#: ``cudaHostAllocPortable | cudaHostAllocMapped``: pinned pages every context
+#: sees, mapped into the device's address space.
+_HOST_ALLOC_FLAGS = 1 | 2
+
+
+class _MappedHostBuffer:
+    """Pinned, device-mapped host memory, freed when its last array goes."""
+
+    def __init__(self, cp, nbytes):
+        self._free = cp.cuda.runtime.freeHost
+        self.ptr = cp.cuda.runtime.hostAlloc(nbytes, _HOST_ALLOC_FLAGS)
+        self.nbytes = nbytes
+
+    def __del__(self):
+        ptr, self.ptr = getattr(self, "ptr", 0), 0
+        if ptr:
+            self._free(ptr)
+
+
+def to_mapped_host(arr):
+    """A cupy array whose data stays in pinned host memory that GPU kernels read.
+
+    The array's pages are page-locked and mapped into the GPU's address
+    space (unified virtual addressing), so kernels read them over the
+    host-device link as they run, without a copy to device memory: a
+    graph larger than the GPU's memory can be sampled on the GPU this way
+    (Quiver's "UVA" mode).  Reads are slower than from device memory, and
+    each costs host-device bandwidth.
+
+    Parameters
+    ----------
+    arr : numpy or cupy array
+
+    Returns
+    -------
+    cupy.ndarray
+        A copy of ``arr`` in mapped host memory (freed with the array).
+    """
+    cp = require_cupy("to_mapped_host")
+    host = np.ascontiguousarray(to_host(arr))
+    nbytes = max(int(host.nbytes), 8)
+    buf = _MappedHostBuffer(cp, nbytes)
+    raw = (ctypes.c_uint8 * nbytes).from_address(buf.ptr)
+    np.frombuffer(raw, np.uint8, host.nbytes)[:] = host.reshape(-1).view(np.uint8)
+    mem = cp.cuda.UnownedMemory(buf.ptr, nbytes, buf)
+    return cp.ndarray(host.shape, host.dtype, cp.cuda.MemoryPointer(mem, 0))

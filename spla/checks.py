@@ -200,7 +200,7 @@ def check_weights(func, arg, values):
     """
     if values is None or values.size == 0:
         return
-    xp = np if isinstance(values, np.ndarray) else xp_array(values)[0]
+    xp = xp_array(values)[0]
     if values.dtype.kind == "f":
         bad = ~xp.isfinite(values)
         if bool(bad.any()):

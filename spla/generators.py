@@ -28,6 +28,7 @@ import numbers
 
 import numpy as np
 
+from spla import backend
 from spla.checks import as_index_array, as_int, as_u64, describe, fail, index_dtype
 from spla.exceptions import DTypeError, InvalidValue
 from spla.matrix import Matrix
@@ -290,7 +291,7 @@ def selection_matrix(rows, ncols):
     func = "selection_matrix"
     ncols = as_int(func, "ncols", ncols, minimum=0)
     r = as_index_array(func, "rows", rows, ncols)
-    xp = np if isinstance(r, np.ndarray) else __import__("cupy")
+    xp = backend.xp_of_array(r)
     indptr = xp.arange(r.size + 1, dtype=np.int64)
     return Matrix._new(indptr, r.astype(_index_dtype(ncols)), None, (r.size, ncols))
 

@@ -26,7 +26,9 @@ from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
 
 
 def _readonly(a):
-    if isinstance(a, np.ndarray) and a.flags.writeable:
+    # Host arrays only: cupy has no read-only flag (and arrays standing in
+    # for cupy's must stay writable, as device arrays are).
+    if backend.device_of(a) == backend.CPU and a.flags.writeable:
         a = a.view()
         a.flags.writeable = False
     return a
@@ -567,8 +569,19 @@ class Matrix:
         D[row_ids(self._indptr), self._indices] = 1 if self._values is None else self._values
         return D
 
-    def to(self, device):
+    def to(self, device, *, memory="device"):
         """This matrix on ``device`` ('cpu' or 'cuda'); itself if already there.
+
+        Parameters
+        ----------
+        device : {'cpu', 'cuda'}
+        memory : {'device', 'host'}, default 'device'
+            For 'cuda': the GPU's own memory, or pinned host memory mapped
+            into the GPU's address space (``spla.backend.to_mapped_host``):
+            the GPU kernels then read the matrix over the host-device link,
+            so a graph larger than the GPU's memory can still be sampled
+            there, more slowly.  Every operator gives the same results
+            either way.
 
         Examples
         --------
@@ -577,13 +590,21 @@ class Matrix:
         >>> A.to("cpu") is A
         True
         """
-        device = backend.normalize_device("Matrix.to", device)
-        if device == self.device:
+        func = "Matrix.to"
+        device = backend.normalize_device(func, device)
+        if memory not in ("device", "host"):
+            fail(InvalidValue, func, "memory", "'device' or 'host'", repr(memory))
+        if memory == "host" and device != "cuda":
+            fail(InvalidValue, func, "memory",
+                 "'device' for device='cpu' ('host' maps host memory for a GPU)", repr(memory))
+        if device == self.device and memory == "device":
             return self
         if device == "cpu":
             conv = backend.to_host
+        elif memory == "host":
+            conv = backend.to_mapped_host
         else:
-            cp = backend.require_cupy("Matrix.to")
+            cp = backend.require_cupy(func)
             conv = cp.asarray
         vals = None if self._values is None else conv(self._values)
         return Matrix._new(conv(self._indptr), conv(self._indices), vals, self._shape)

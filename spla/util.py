@@ -2,13 +2,7 @@
 
 import numpy as np
 
-
-def xp_of_array(a):
-    """numpy or cupy, whichever ``a`` belongs to."""
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy
-    return cupy
+from spla.backend import xp_of_array
 
 
 def row_ids(indptr):

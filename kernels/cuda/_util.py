@@ -22,10 +22,13 @@
 """
 
 import importlib
+import sys
 from importlib import metadata
 
 import numpy as np
 from numba import config
+
+from kernels import opcount
 
 SIM = bool(config.ENABLE_CUDASIM)
 
@@ -48,23 +51,36 @@ def blocks(n):
 
 
 def _xp(arr):
-    """numpy for numpy arrays, cupy for cupy arrays."""
-    if isinstance(arr, np.ndarray):
-        return np
-    import cupy  # lazily: the CPU path and the simulator never need it
+    """cupy for cupy arrays, numpy otherwise.
 
-    return cupy
+    cupy is asked first, and only when something imported it: an array
+    module standing in for cupy may subclass numpy's arrays (the simulator
+    tests of the whole GPU path run on one).
+    """
+    cp = sys.modules.get("cupy")
+    if cp is not None and isinstance(arr, cp.ndarray):
+        return cp
+    return np
 
 
 def host_int(x):
-    """A Python int from a numpy/cupy scalar or 0-d array (syncs on a GPU)."""
+    """A Python int from a numpy/cupy scalar or 0-d array (a blocking read on a GPU)."""
+    if _xp(x) is not np:
+        opcount.add_read()
     return int(x)
 
 
+def launch(kernel, n, *args):
+    """Launch the grid-stride ``kernel`` over ``n`` items (counted by ``kernels.opcount``)."""
+    opcount.add_launch()
+    kernel[blocks(n), BLOCK](*args)
+
+
 def to_host(arr):
-    """A numpy copy/view of a numpy or cupy array."""
-    if isinstance(arr, np.ndarray):
+    """A numpy copy/view of a numpy or cupy array (a blocking read of a cupy one)."""
+    if _xp(arr) is np:
         return arr
+    opcount.add_read()
     return arr.get()
 
 
@@ -140,6 +156,8 @@ def row_chunks(row_off, total):
 def scan(xp, ptr):
     """Inclusive scan of ``ptr`` (``ptr[0] == 0``, ``ptr[1:]`` the counts),
     i.e. the CSR row pointer; a new int64 array."""
+    if xp is not np:
+        opcount.add_launch()
     return xp.cumsum(ptr, dtype=np.int64)
 
 

@@ -1,0 +1,401 @@
+"""Fused node-wise hops on the GPU: sample, relabel and emit blocks without host reads.
+
+One hop of node-wise sampling, for ``G`` stacked groups of frontier vertices
+(one group per minibatch), computes what ``sample_rows`` of the row
+selection ``Q @ A`` followed by ``compact_columns_blockwise`` computes: per
+row ``i`` (vertex ``v`` of group ``g``) up to ``W`` picks of row ``v`` of A,
+keyed by ``row_key(seed, stream, group_ids[g] * n + v)``; then, per group,
+the frontier's vertices followed by the picked columns in order of first
+appearance become the group's new columns.  Here that is four device steps
+per hop and no host read:
+
+1. ``_hop_sample`` (a thread per row) draws the row's picks with the very
+   ``kernels.its.sample_one_row`` the CPU kernels call, into ``W`` padded
+   slots, and records each occurrence of a column in a table keyed by
+   ``(group, column)``: an atomic minimum keeps the earliest *sequence
+   position* of the column in its group.  A group's sequence positions are
+   laid out as ``compact_columns_blockwise`` orders them: its rows' own
+   vertices first, then each row's slots, row by row.
+2. ``_hop_flags`` (a thread per row) marks each occurrence that is its
+   column's first (a *head*) and each real pick, packed in one int64 per
+   sequence position (heads in the low 32 bits, picks in the high 32).
+3. One inclusive scan of those flags numbers, at once, every head within
+   the bulk (its new column) and every pick (its entry in the output CSR).
+4. ``_hop_emit`` (a thread per row) writes the block's row pointers (local to
+   each group), its local column ids sorted within the row, the next
+   frontier (the heads' columns, group by group) and the per-group pointers.
+
+The table is either dense (``G * n`` slots, one per (group, column)) or an
+open-addressing hash table; a hop's entries carry a stamp in their high bits
+that is smaller than every earlier hop's, so the atomic minimum overrides
+the last hop's entry and one table serves all hops of a bulk, cleared once.
+
+Outputs are sized by upper bounds known before the bulk starts (``W``
+slots per row; at most ``rows * (W + 1)`` distinct columns per hop, and
+``n`` per group), so nothing waits on the device between hops; the true
+sizes (the per-group pointers of every hop) come back in one read at the
+end.  When the bounds would not fit in the device's memory the driver
+reads each hop's frontier size instead (one read per hop) and sizes the
+next hop exactly.
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels import its as _its
+from kernels.common import hash_slot as _hash_slot
+from kernels.common import lower_bound as _lower_bound
+from kernels.common import row_key as _row_key
+from kernels.common import sort_pairs_inplace as _sort_pairs
+from kernels.common import sort_range as _sort_range
+from kernels.cpu import sample as _cpu
+from kernels.cuda._util import SIM, _xp, device, launch, scan, to_host
+
+sample_one_row = device(_its.sample_one_row)
+row_key = device(_row_key)
+lower_bound = device(_lower_bound)
+hash_slot = device(_hash_slot)
+sort_pairs = device(_sort_pairs)
+sort_range = device(_sort_range)
+_slots = device(_cpu._slots)
+
+UNIFORM = _its.UNIFORM
+#: A free slot of the hash table's keys.
+EMPTY = np.int64(-1)
+#: Sequence positions take the low 48 bits of a table entry, the hop's stamp
+#: the bits above (``STAMP_TOP - hop``: later hops are smaller).
+POS_BITS = 48
+STAMP_TOP = 255
+#: The largest number of hops of one bulk (``stream_of`` keys at most 256 layers).
+MAX_HOPS = STAMP_TOP
+#: A table entry no hop has written.
+UNSET = np.int64(2 ** 63 - 1)
+#: The low half of a packed flag (heads); the high half counts picks.
+LOW = np.int64(2 ** 32 - 1)
+PICK = np.int64(2 ** 32)
+#: Slots per row above which the fused hop is not used (a row's picks are
+#: sorted by one thread).
+MAX_SLOTS = 1024
+#: Dense tables up to this many slots (8 bytes each); hash tables beyond.
+DENSE_SLOTS = 1 << 28
+
+
+@cuda.jit(device=True)
+def _claim(keys, bits, key):
+    """The table slot of ``key``, taken for it if free (dense: the key itself)."""
+    if keys.size == 0:
+        return key
+    mask = (np.int64(1) << bits) - 1
+    s = hash_slot(key, bits)
+    while True:
+        k = cuda.atomic.cas(keys, s, EMPTY, key)
+        if k == EMPTY or k == key:
+            return s
+        s = (s + 1) & mask
+
+
+@cuda.jit(device=True)
+def _find(keys, bits, key):
+    """The table slot holding ``key`` (it was claimed earlier in the hop)."""
+    if keys.size == 0:
+        return key
+    mask = (np.int64(1) << bits) - 1
+    s = hash_slot(key, bits)
+    while keys[s] != key:
+        s = (s + 1) & mask
+    return s
+
+
+@cuda.jit(device=True)
+def _group(gp, i):
+    """The group holding row ``i`` (``gp`` the groups' row pointer)."""
+    return lower_bound(gp, 0, gp.size, i + 1) - 1
+
+
+@cuda.jit(cache=True)
+def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_prefix,
+                a_positives, a_modes, k, W, seed, stream, replace, value_mode, keys, tags,
+                bits, stamp, col, pv, ncnt):
+    """Step 1: each row's picks (columns, values) into its ``W`` slots, and
+    every occurrence into the table (earliest sequence position wins)."""
+    G = gp.size - 1
+    F = gp[G]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, F, stride):
+        g = _group(gp, i)
+        v = fr[i]
+        lo = a_indptr[v]
+        hi = a_indptr[v + 1]
+        if a_has_values:
+            p = a_positives[v]
+            m = a_modes[v]
+        else:
+            p = hi - lo
+            m = UNIFORM
+        cnt = _slots(k, p, replace)
+        o = i * W
+        if cnt:
+            key = np.uint64(row_key(seed, stream, gid[g] * n + v))
+            sample_one_row(col, o, cnt, lo, hi, a_values, a_has_values, a_prefix, m, p,
+                           key, replace)
+        d = cnt
+        if replace:
+            # Sorted positions: repeats are adjacent; fold them into counts.
+            d = 0
+            for t in range(cnt):
+                q = col[o + t]
+                if d > 0 and q == col[o + d - 1]:
+                    pv[o + d - 1] += 1
+                else:
+                    col[o + d] = q
+                    pv[o + d] = 1
+                    d += 1
+        base = gp[g] * (W + 1)
+        size = gp[g + 1] - gp[g]
+        r = i - gp[g]
+        gk = g * n
+        s = _claim(keys, bits, gk + v)
+        cuda.atomic.min(tags, s, stamp + base + r)
+        ent = base + size + r * W
+        for t in range(d):
+            q = col[o + t]
+            if value_mode == 1:
+                pv[o + t] = a_values[q]
+            c = np.int64(a_indices[q])
+            col[o + t] = c
+            s = _claim(keys, bits, gk + c)
+            cuda.atomic.min(tags, s, stamp + ent + t)
+        ncnt[i] = d
+
+
+@cuda.jit(cache=True)
+def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flags):
+    """Step 2: the packed head and pick flags of every sequence position
+    (zero past the last row, up to the capacity the scan covers), and each
+    pick's head position."""
+    G = gp.size - 1
+    F = gp[G]
+    w1 = W + 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, cap, stride):
+        if i >= F:
+            for q in range(i * w1, (i + 1) * w1):
+                flags[q] = 0
+            continue
+        g = _group(gp, i)
+        base = gp[g] * w1
+        size = gp[g + 1] - gp[g]
+        r = i - gp[g]
+        gk = g * n
+        sp = base + r
+        h = tags[_find(keys, bits, gk + fr[i])] - stamp
+        flags[sp] = 1 if h == sp else 0
+        ent = base + size + r * W
+        o = i * W
+        d = ncnt[i]
+        for t in range(W):
+            q = ent + t
+            if t < d:
+                h = tags[_find(keys, bits, gk + col[o + t])] - stamp
+                hpos[o + t] = h
+                flags[q] = (1 if h == q else 0) + PICK
+            else:
+                flags[q] = 0
+
+
+@cuda.jit(cache=True)
+def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx, bval,
+              kept, kp, ep):
+    """Step 4: the block (local row pointers, local column ids sorted per
+    row, values), the next frontier (heads' columns) and the group pointers."""
+    G = gp.size - 1
+    F = gp[G]
+    w1 = W + 1
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, F, stride):
+        g = _group(gp, i)
+        base = gp[g] * w1
+        size = gp[g + 1] - gp[g]
+        r = i - gp[g]
+        x0 = incl[base] - flags[base]
+        k0 = x0 & LOW
+        e0 = x0 >> 32
+        sp = base + r
+        if flags[sp] & LOW:
+            kept[(incl[sp] - flags[sp]) & LOW] = fr[i]
+        ent = base + size + r * W
+        e = (incl[ent] - flags[ent]) >> 32
+        bptr[i + g] = e - e0
+        o = i * W
+        d = ncnt[i]
+        for t in range(d):
+            h = hpos[o + t]
+            nid = (incl[h] - flags[h]) & LOW
+            if h == ent + t:
+                kept[nid] = col[o + t]
+            bidx[e + t] = nid - k0
+            if has_vals:
+                bval[e + t] = pv[o + t]
+        if has_vals:
+            sort_pairs(bidx, bval, e, e + d)
+        else:
+            sort_range(bidx, e, e + d)
+        if r == 0:
+            kp[g] = k0
+            ep[g] = e0
+        if r == size - 1:
+            x1 = incl[base + size * w1 - 1]
+            bptr[gp[g + 1] + g] = (x1 >> 32) - e0
+            if g == G - 1:
+                kp[G] = x1 & LOW
+                ep[G] = x1 >> 32
+
+
+def fusable(ks):
+    """Whether hops drawing ``ks`` picks per row run fused (each in [1, MAX_SLOTS])."""
+    return 0 < len(ks) <= MAX_HOPS and all(1 <= int(k) <= MAX_SLOTS for k in ks)
+
+
+def _caps(F0, G, n, ks):
+    """Upper bounds of each hop's frontier size (the last is the final sources')."""
+    caps = [int(F0)]
+    for k in ks:
+        caps.append(min(caps[-1] * (int(k) + 1), G * n))
+    return caps
+
+
+def _bytes(caps, ks, G, idx_bytes, val_bytes):
+    """Bytes the hops' arrays take at the capacities ``caps``."""
+    total = 0
+    for h, k in enumerate(ks):
+        F, W = caps[h], int(k)
+        total += F * W * (8 + 8 + idx_bytes + 2 * val_bytes)  # col, hpos, bidx, pv, bval
+        total += F * (W + 1) * 16 + F * 8 + (F + G) * 8 + caps[h + 1] * 8
+    return total
+
+
+def _table(xp, G, n, caps, table):
+    """(keys, tags, bits) of the occurrence table; dense unless too large or asked."""
+    dense = table == "dense" or (table is None and G * n <= DENSE_SLOTS)
+    if dense:
+        return xp.empty(0, np.int64), xp.full(G * n, UNSET, np.int64), 0
+    distinct = min(sum(c * 1 for c in caps[1:]), G * n)
+    bits = 4
+    while (1 << bits) < 2 * distinct:
+        bits += 1
+    return xp.full(1 << bits, EMPTY, np.int64), xp.full(1 << bits, UNSET, np.int64), bits
+
+
+def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
+                nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
+                index_dtype, budget=None, table=None):
+    """Fused node-wise hops; see the module docstring.
+
+    Parameters
+    ----------
+    a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes
+        The graph A (n x n) as the fused sampler reads it (``a_values``,
+        ``a_prefix``, ``a_positives`` and ``a_modes`` empty for uniform
+        draws).
+    nodes : int64 device array
+        The stacked seeds, group by group (distinct within a group).
+    ptr : int64 numpy array, shape (G + 1,)
+        The groups' pointer (host); every group non-empty.
+    group_ids : int64 numpy array, shape (G,)
+        Each group's id (the row ids ``group_ids[g] * n + v`` key the draws).
+    ks : sequence of int
+        Picks per row of each hop, each in ``[1, MAX_SLOTS]``.
+    seed : uint64
+    streams : sequence of uint64, one per hop
+    replace : bool
+    value_mode : int
+        0: no values; 1: the picked entries' values (``a_values``); 2: the
+        number of draws of each pick (``replace``), as ``value_dtype``.
+    value_dtype, index_dtype : numpy dtype
+        Of the blocks' values and local column ids.
+    budget : int, optional
+        Bytes the bound-sized arrays may take (default: half the device's
+        free memory); beyond, each hop's size is read back.
+    table : {None, 'dense', 'hash'}
+        Force the occurrence table's kind (tests).
+
+    Returns
+    -------
+    hops : list of tuple
+        Per hop ``(bptr, bidx, bval, dst, dst_ptr, src, src_ptr, entry_ptr)``:
+        device arrays (``bval`` None without values) and host int64
+        pointers.  Block ``g`` is ``bptr[dst_ptr[g] + g : dst_ptr[g + 1] + g
+        + 1]`` (its row pointer), ``bidx[entry_ptr[g]:entry_ptr[g + 1]]``
+        (local column ids) and the same range of ``bval``; its destination
+        vertices ``dst[dst_ptr[g]:dst_ptr[g + 1]]``, its sources
+        ``src[src_ptr[g]:src_ptr[g + 1]]``.
+    """
+    xp = _xp(a_indptr)
+    n = a_indptr.size - 1
+    G = ptr.size - 1
+    L = len(ks)
+    caps = _caps(int(ptr[G]), G, n, ks)
+    has_vals = value_mode != 0
+    val_bytes = np.dtype(value_dtype).itemsize if has_vals else 0
+    need = _bytes(caps, ks, G, np.dtype(index_dtype).itemsize, val_bytes)
+    if budget is None:
+        budget = _free_bytes(xp) // 2
+    exact = need > budget
+    keys, tags, bits = _table(xp, G, n, caps, table)
+    sizes = xp.empty((L, 2, G + 1), np.int64)
+    gp = xp.asarray(ptr)
+    gid = xp.asarray(np.asarray(group_ids, np.int64))
+    empty_v = xp.empty(0, value_dtype if has_vals else np.float32)
+    fr = nodes
+    cap = caps[0]
+    raw = []
+    for h, k in enumerate(ks):
+        W = int(k)
+        w1 = W + 1
+        stamp = np.int64((STAMP_TOP - h) << POS_BITS)
+        col = xp.empty(cap * W, np.int64)
+        pv = xp.empty(cap * W, value_dtype) if has_vals else empty_v
+        ncnt = xp.empty(cap, np.int64)
+        launch(_hop_sample, cap, fr, gp, gid, np.int64(n), a_indptr, a_indices, a_values,
+               bool(a_has_values), a_prefix, a_positives, a_modes, np.int64(W), np.int64(W),
+               np.uint64(seed), np.uint64(streams[h]), bool(replace), np.int64(value_mode),
+               keys, tags, np.int64(bits), stamp, col, pv, ncnt)
+        hpos = xp.empty(cap * W, np.int64)
+        flags = xp.empty(cap * w1, np.int64)
+        launch(_hop_flags, cap, fr, gp, np.int64(n), np.int64(W), np.int64(cap), keys, tags,
+               np.int64(bits), stamp, col, ncnt, hpos, flags)
+        incl = scan(xp, flags)
+        next_cap = min(cap * w1, G * n)
+        bptr = xp.empty(cap + G, np.int64)
+        bidx = xp.empty(cap * W, index_dtype)
+        bval = xp.empty(cap * W, value_dtype) if has_vals else empty_v
+        kept = xp.empty(next_cap, np.int64)
+        kp = sizes[h, 0]
+        launch(_hop_emit, cap, fr, gp, np.int64(W), col, pv, bool(has_vals), ncnt, hpos,
+               flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1])
+        raw.append((bptr, bidx, bval if has_vals else None, fr, kept))
+        fr, gp = kept, kp
+        if exact and h + 1 < L:
+            cap = int(to_host(kp[G:])[0])
+        else:
+            cap = next_cap
+    host = to_host(sizes)
+    hops = []
+    dst_ptr = np.asarray(ptr, np.int64)
+    for h, (bptr, bidx, bval, dst, src) in enumerate(raw):
+        src_ptr, entry_ptr = host[h, 0], host[h, 1]
+        hops.append((bptr, bidx, bval, dst[:dst_ptr[G]], dst_ptr, src[:src_ptr[G]], src_ptr,
+                     entry_ptr))
+        dst_ptr = src_ptr
+    return hops
+
+
+def _free_bytes(xp):
+    """Free device memory, counting what cupy's pool holds for reuse."""
+    if SIM or xp is np or not hasattr(xp, "cuda"):
+        return 1 << 40
+    free, _total = xp.cuda.Device().mem_info
+    return int(free) + int(xp.get_default_memory_pool().free_bytes())

@@ -1,0 +1,295 @@
+"""Node-wise multi-hop sampling of stacked vertex groups: ``sample_hops``.
+
+One hop is the composition the method describes, for the stacked frontier
+of ``G`` groups (one group per minibatch of a bulk)::
+
+    Q = selection(frontier)                       # a row per frontier vertex
+    S = sample_rows(Q @ A, k, seed=seed, stream=streams[hop],
+                    row_ids=group_id * n + frontier)
+    adj, src, src_ptr = compact_columns_blockwise(S, ptr, first=frontier, first_ptr=ptr)
+
+and the next hop's frontier is ``src``.  ``sample_hops`` runs all hops and
+returns each one's diagonal blocks.  On a GPU it runs them fused (sample,
+relabel and emit in a few launches per hop, ``kernels.cuda.hops``), with no
+host read between hops and one at the end; elsewhere it runs the
+composition above, operator by operator.  Both give the same blocks.
+"""
+
+import numpy as np
+
+from spla import backend
+from spla.checks import as_int, as_u64, describe, fail, index_dtype
+from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue
+from spla.matrix import Matrix
+from spla.mxm import mxm
+from spla import semiring
+from spla.sample import K_ALL, _prefix_cache, sample_rows
+from spla.structure import compact_columns_blockwise, split_blocks
+
+#: A per-hop pick count meaning "every entry of the row" (PyG's -1).
+ALL = -1
+
+
+def selection(vertices, n):
+    """The structural ``len(vertices) x n`` matrix whose row i selects column ``vertices[i]``.
+
+    ``selection(vertices, n) @ A`` holds the rows ``vertices`` of A, in
+    that order: the sampler matrix Q of a node-wise hop.  The vertices are
+    trusted (in ``[0, n)``; ``spla.generators.selection_matrix`` checks
+    them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.hops import selection
+    >>> selection(np.array([2, 0]), 3).to_dense()
+    array([[0., 0., 1.],
+           [1., 0., 0.]])
+    """
+    xp = backend.xp_of_array(vertices)
+    ptr = xp.arange(vertices.size + 1, dtype=np.int64)
+    return Matrix.from_csr(ptr, vertices, None, (int(vertices.size), n), check=False, copy=False)
+
+
+def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, replace=False,
+                weighted=None, materialize=False, check=True):
+    """Sample several node-wise hops from stacked groups of seed vertices.
+
+    Parameters
+    ----------
+    A : Matrix or DistMatrix
+        Square, ``n x n``; row ``v`` holds the vertices ``v`` draws from.
+    seeds : int array
+        The groups' seed vertices, group after group, distinct within a
+        group, on A's device (on the host for a DistMatrix).
+    seeds_ptr : int array, shape (G + 1,)
+        Group ``g`` is ``seeds[seeds_ptr[g]:seeds_ptr[g + 1]]``; every group
+        non-empty.
+    ks : sequence of int
+        Picks per vertex of each hop, in hop order: at least 1, or -1
+        (``spla.hops.ALL``) for every entry of the row.
+    seed : int
+        User seed, ``0 <= seed < 2**64``.
+    streams : sequence of int
+        The ``sample_rows`` stream of each hop (``sampling.stream_of``).
+    group_ids : sequence of int, optional
+        Each group's id (default ``0 .. G-1``): vertex ``v`` of group ``g``
+        draws with row id ``group_ids[g] * n + v``, so a group's draws do
+        not depend on the other groups.
+    replace : bool, default False
+        Draw with replacement; a block's values then count the draws of
+        each edge (float32).  A hop of -1 takes each entry once.
+    weighted : bool, optional
+        Draw by A's values (default: when A has values); else uniformly.
+    materialize : bool, default False
+        Form each ``Q @ A`` before sampling it (the method's literal reading;
+        the same blocks, more work).
+    check : bool, default True
+        Check ``seeds`` (range, distinct within a group).  Samplers that
+        checked them already pass False: on a GPU the check reads from the
+        device.
+
+    Returns
+    -------
+    list of tuple
+        Per hop ``(blocks, dst, dst_ptr, src, src_ptr)``: ``blocks[g]`` is
+        group ``g``'s block (``Matrix``, ``|dst_g| x |src_g|``), ``dst`` and
+        ``src`` the stacked destination and source vertices (``src`` of a
+        group begins with its ``dst``, then the new vertices in order of
+        first appearance) and ``dst_ptr``, ``src_ptr`` their group pointers
+        as host int64 arrays.  The next hop's ``dst`` is this hop's ``src``.
+
+    Raises
+    ------
+    InvalidValue
+        A k of 0 or below -1, a seed or stream out of range, an empty
+        group, a repeated seed within a group.
+    DimensionMismatch
+        A non-square A, ``streams`` or ``group_ids`` of the wrong length.
+    IndexOutOfRange
+        A seed outside ``[0, n)``.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> A = spla.Matrix.from_dense(np.ones((5, 5)) - np.eye(5))
+    >>> hops = spla.sample_hops(A, np.array([0, 3, 1]), [0, 2, 3], [2, 1], seed=7,
+    ...                         streams=[0, 1])
+    >>> blocks, dst, dst_ptr, src, src_ptr = hops[0]
+    >>> [b.shape for b in blocks], dst_ptr.tolist()
+    [((2, 4), (1, 3))]
+    >>> src[:src_ptr[1]][:2].tolist() == [0, 3]          # a group's sources start with its seeds
+    True
+    >>> hops[1][1].tolist() == src.tolist()              # hop 2 starts from hop 1's sources
+    True
+    """
+    func = "sample_hops"
+    from spla.dist import DistMatrix
+    D = A if isinstance(A, DistMatrix) else None
+    M = A.local if D is not None else A
+    if not isinstance(M, Matrix):
+        fail(DTypeError, func, "A", "a spla.Matrix or spla.DistMatrix", describe(A))
+    if A.shape[0] != A.shape[1]:
+        fail(DimensionMismatch, func, "A", "a square matrix", f"shape {A.shape}")
+    n = A.shape[1]
+    seed = as_u64(func, "seed", seed)
+    ks = _as_ks(func, ks)
+    streams = _as_streams(func, streams, len(ks))
+    ptr = _as_ptr(func, seeds_ptr)
+    G = ptr.size - 1
+    ids = _as_group_ids(func, group_ids, G, n)
+    xp = np if D is not None else M.xp
+    seeds = xp.asarray(seeds)
+    if seeds.ndim != 1 or seeds.dtype.kind not in "iu":
+        fail(DTypeError, func, "seeds", "a 1-D integer array", describe(seeds))
+    if seeds.size != int(ptr[-1]):
+        fail(DimensionMismatch, func, "seeds", f"{int(ptr[-1])} vertices (seeds_ptr[-1])",
+             seeds.size)
+    seeds = seeds.astype(np.int64, copy=False)
+    if check:
+        _check_seeds(func, seeds, ptr, n)
+    weighted = (M.values is not None) if weighted is None else bool(weighted)
+    if weighted and M.values is None:
+        fail(InvalidValue, func, "weighted", "False for a structural A", True)
+    replace = bool(replace)
+    if G == 0:
+        return [([], seeds, ptr, seeds, ptr) for _ in ks]
+    if D is None and M.device == backend.CUDA and not materialize:
+        hops = backend.kernels_for(backend.CUDA).hops
+        if hops.fusable(ks):
+            return _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted)
+    return _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, materialize)
+
+
+def _as_ks(func, ks):
+    if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__"):
+        fail(InvalidValue, func, "ks", "a non-empty list of pick counts", describe(ks))
+    ks = [as_int(func, f"ks[{h}]", k) for h, k in enumerate(ks)]
+    if not ks:
+        fail(InvalidValue, func, "ks", "a non-empty list of pick counts", "an empty list")
+    for h, k in enumerate(ks):
+        if k < 1 and k != ALL:
+            fail(InvalidValue, func, f"ks[{h}]", "a count >= 1, or -1 for every entry", k)
+    return ks
+
+
+def _as_streams(func, streams, hops):
+    if isinstance(streams, (str, bytes)) or not hasattr(streams, "__len__"):
+        fail(InvalidValue, func, "streams", f"a list of {hops} streams", describe(streams))
+    if len(streams) != hops:
+        fail(DimensionMismatch, func, "streams", f"{hops} streams (one per hop)", len(streams))
+    return [as_u64(func, f"streams[{h}]", s) for h, s in enumerate(streams)]
+
+
+def _as_ptr(func, seeds_ptr):
+    ptr = np.asarray(backend.to_host(seeds_ptr) if hasattr(seeds_ptr, "shape")
+                     else seeds_ptr)
+    if ptr.ndim != 1 or ptr.size < 1 or ptr.dtype.kind not in "iu":
+        fail(InvalidValue, func, "seeds_ptr", "a 1-D integer array of group offsets",
+             describe(ptr))
+    ptr = ptr.astype(np.int64)
+    if ptr[0] != 0:
+        fail(InvalidValue, func, "seeds_ptr", "offsets starting at 0", int(ptr[0]))
+    if ptr.size > 1 and (np.diff(ptr) <= 0).any():
+        g = int(np.flatnonzero(np.diff(ptr) <= 0)[0])
+        fail(InvalidValue, func, "seeds_ptr", "non-empty groups (increasing offsets)",
+             f"group {g} of {int(ptr[g + 1] - ptr[g])} seeds")
+    return ptr
+
+
+def _as_group_ids(func, group_ids, G, n):
+    if group_ids is None:
+        return np.arange(G, dtype=np.int64)
+    ids = np.asarray([as_int(func, f"group_ids[{g}]", b, minimum=0)
+                      for g, b in enumerate(group_ids)], np.int64)
+    if ids.size != G:
+        fail(DimensionMismatch, func, "group_ids", f"{G} ids (one per group)", ids.size)
+    if ids.size and (int(ids.max()) + 1) * n >= 2 ** 63:
+        fail(InvalidValue, func, "group_ids", "ids with id * n < 2**63", int(ids.max()))
+    return ids
+
+
+def _check_seeds(func, seeds, ptr, n):
+    """Seeds in range and distinct within their group (one read on a GPU)."""
+    xp = backend.xp_of_array(seeds)
+    if not seeds.size:
+        return
+    group = xp.asarray(np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr)))
+    key = xp.sort(group * (n + 1) + xp.clip(seeds, -1, n))
+    stats = backend.to_host(xp.stack([seeds.min(), seeds.max(),
+                                      (key[1:] == key[:-1]).sum() if key.size > 1
+                                      else xp.zeros((), np.int64)]))
+    lo, hi, dups = (int(x) for x in stats)
+    if lo < 0 or hi >= n:
+        fail(IndexOutOfRange, func, "seeds", f"vertices in [0, {n})", lo if lo < 0 else hi)
+    if dups:
+        fail(InvalidValue, func, "seeds", "distinct seeds within each group",
+             f"{dups} repeated")
+
+
+def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
+    """The GPU's fused hops, their outputs cut into blocks (views)."""
+    xp = M.xp
+    if weighted:
+        prefix, _guide, positives, modes = _prefix_cache(M)
+        a_vals = M.values
+    else:
+        prefix = xp.empty(0, np.float64)
+        positives = xp.empty(0, np.int64)
+        modes = xp.empty(0, np.uint8)
+        a_vals = xp.empty(0, np.float64)
+    if replace:
+        value_mode, value_dtype = 2, np.dtype(np.float32)
+    elif weighted:
+        value_mode, value_dtype = 1, M.values.dtype
+    else:
+        value_mode, value_dtype = 0, np.dtype(np.float32)
+    raw = hops.sample_hops(M.indptr, M.indices, a_vals, weighted, prefix, positives, modes,
+                           seeds, ptr, ids, ks, seed, streams, replace, value_mode,
+                           value_dtype, index_dtype(M.ncols))
+    layers = []
+    for bptr, bidx, bval, dst, dp, src, sp, ep in raw:
+        blocks = []
+        for g in range(dp.size - 1):
+            r0, r1, e0, e1 = int(dp[g]), int(dp[g + 1]), int(ep[g]), int(ep[g + 1])
+            blocks.append(Matrix._new(bptr[r0 + g:r1 + g + 1], bidx[e0:e1],
+                                      None if bval is None else bval[e0:e1],
+                                      (r1 - r0, int(sp[g + 1] - sp[g]))))
+        layers.append((blocks, dst, dp, src, sp))
+    return layers
+
+
+def _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, materialize):
+    """The hops operator by operator (CPU, distributed graphs, ablations)."""
+    n = M.ncols
+    xp = backend.xp_of_array(seeds)
+    frontier, fptr = seeds, ptr
+    ids_dev = xp.asarray(ids)
+    layers = []
+    for hop, k in enumerate(ks):
+        sizes = np.diff(backend.to_host(fptr))
+        group = xp.repeat(ids_dev, sizes.tolist() if xp is not np else sizes)
+        G_rows = M if D is None else D.rows_view(backend.to_host(frontier))
+        Q = selection(frontier, n)
+        if weighted:
+            P = Q @ G_rows
+        else:  # uniform: a structural product, no values to carry
+            P = mxm(Q, G_rows.structure(), semiring.any_pair)
+        if materialize:
+            P = P.new()
+        every = k == ALL
+        # K_ALL: at least any row's degree, so sample_rows keeps whole rows;
+        # without replacement, since -1 means each entry once.
+        S = sample_rows(P, K_ALL if every else k, seed=seed, stream=streams[hop],
+                        row_ids=group * n + frontier, replace=replace and not every,
+                        return_counts=replace)
+        if replace:
+            S, counts = S
+            S = S.with_values(counts.astype(np.float32))
+        dptr = xp.asarray(fptr)
+        adj, src, src_ptr = compact_columns_blockwise(S, dptr, first=frontier, first_ptr=dptr)
+        dp = np.asarray(backend.to_host(fptr), np.int64)
+        sp = np.asarray(backend.to_host(src_ptr), np.int64)
+        layers.append((split_blocks(adj, dp, sp, check=False), frontier, dp, src, sp))
+        frontier, fptr = src, sp
+    return layers
