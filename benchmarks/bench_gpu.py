@@ -327,6 +327,14 @@ def launch_overhead(cupy, out):
             touch[1, 256](*args, np.int64(256))
         sync()
         res[label] = (time.perf_counter() - t0) / 300
+    from kernels.cuda import _util
+    _util.launch(touch, 256, *arrs, np.int64(256))
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(300):
+        _util.launch(touch, 256, *arrs, np.int64(256))
+    sync()
+    res["kernels.cuda launch() (direct when eligible)"] = (time.perf_counter() - t0) / 300
     t0 = time.perf_counter()
     for _ in range(300):
         arrs[0] += 1

@@ -22,7 +22,10 @@
 """
 
 import importlib
+import os
+import struct
 import sys
+import threading
 from importlib import metadata
 
 import numpy as np
@@ -71,9 +74,126 @@ def host_int(x):
 
 
 def launch(kernel, n, *args):
-    """Launch the grid-stride ``kernel`` over ``n`` items (counted by ``kernels.opcount``)."""
+    """Launch the grid-stride ``kernel`` over ``n`` items (counted by ``kernels.opcount``).
+
+    On a GPU, a kernel whose parameters are all 1-D contiguous arrays and
+    64-bit scalars is launched through the CUDA driver directly once numba
+    has compiled it for those argument types (``_FastLaunch``): numba's own
+    launch types and converts every argument on every call, which costs a
+    few hundred microseconds for a kernel of a dozen array arguments.
+    """
     opcount.add_launch()
-    kernel[blocks(n), BLOCK](*args)
+    grid = blocks(n)
+    if not SIM and FAST_LAUNCH:
+        fast = _fast_launcher(kernel, args)
+        if fast is not None:
+            fast(grid, args)
+            return
+    kernel[grid, BLOCK](*args)
+
+
+#: Launch eligible kernels through the driver directly (``SPLA_CUDA_LAUNCH=numba``
+#: in the environment turns it off: every launch then goes through numba).
+FAST_LAUNCH = os.environ.get("SPLA_CUDA_LAUNCH", "direct") != "numba"
+
+# (kernel, argument key) -> _FastLaunch, or None where a kernel's parameters
+# do not qualify.  Grows with the kernels and signatures used, a few dozen.
+_FAST = {}
+_FAST_LOCK = threading.Lock()
+
+
+def _arg_key(a):
+    cp = sys.modules.get("cupy")
+    if cp is not None and isinstance(a, cp.ndarray):
+        return (a.dtype.char, a.ndim, bool(a.flags.c_contiguous))
+    return type(a)
+
+
+def _fast_launcher(kernel, args):
+    """The direct launcher of ``kernel`` for these arguments' types, if any.
+
+    The first call with new argument types returns None (numba launches,
+    compiling the kernel); later calls find its compiled code.
+    """
+    key = (kernel, tuple(_arg_key(a) for a in args))
+    found = _FAST.get(key, False)
+    if found is not False:
+        return found
+    overloads = getattr(kernel, "overloads", None)
+    if overloads is None:
+        return None
+    try:
+        types = tuple(kernel.typeof_pyval(a) for a in args)
+    except Exception:  # noqa: BLE001 - numba cannot type it: its own launch will say why
+        return None
+    compiled = overloads.get(types)
+    if compiled is None:
+        return None  # not compiled yet: numba's launch compiles it
+    fast = _FastLaunch.build(compiled, types)
+    with _FAST_LOCK:
+        _FAST[key] = fast
+    return fast
+
+
+class _FastLaunch:
+    """One compiled specialization of a numba.cuda kernel, launched by cuLaunchKernel.
+
+    numba passes a 1-D array as seven 64-bit parameters (meminfo, parent,
+    item count, item size, data pointer, shape, stride in bytes) and a
+    64-bit scalar as itself; those parameters are packed into one buffer
+    and handed to the driver (``CU_LAUNCH_PARAM_BUFFER_POINTER``), on
+    cupy's current stream.  Kernels with other parameters (booleans,
+    narrower scalars, arrays of other ranks) are not built (``build``
+    returns None) and go through numba.
+    """
+
+    def __init__(self, func, fmt):
+        self.func = func
+        self.fmt = fmt
+
+    @classmethod
+    def build(cls, compiled, types):
+        from numba.core import types as nt
+        fmt = "<"
+        for t in types:
+            if isinstance(t, nt.Array):
+                if t.ndim != 1 or t.layout != "C":
+                    return None
+                fmt += "QQqqQqq"
+            elif isinstance(t, nt.Integer) and t.bitwidth == 64:
+                fmt += "q" if t.signed else "Q"
+            elif t == nt.float64:
+                fmt += "d"
+            else:
+                return None
+        try:
+            import cupy
+            if not hasattr(cupy.cuda.driver, "launchKernel"):
+                return None
+            cubin = compiled.library.get_cubin()
+            module = cupy.cuda.function.Module()
+            module.load(bytes(getattr(cubin, "code", cubin)))
+            func = module.get_function(compiled.entry_name)
+        except Exception:  # noqa: BLE001 - any failure: numba's launch stays
+            return None
+        fast = cls(func, fmt)
+        fast.module = module  # the function lives as long as its module
+        return fast
+
+    def __call__(self, grid, args):
+        import cupy
+        vals = []
+        for a in args:
+            if isinstance(a, cupy.ndarray):
+                vals += (0, 0, a.size, a.itemsize, a.data.ptr, a.size, a.itemsize)
+            else:
+                vals.append(a)
+        buf = np.frombuffer(struct.pack(self.fmt, *vals), np.uint8)
+        size = np.array([buf.size], np.uint64)
+        extra = np.array([1, buf.ctypes.data, 2, size.ctypes.data, 0], np.uint64)
+        cupy.cuda.driver.launchKernel(self.func.ptr, grid, 1, 1, BLOCK, 1, 1, 0,
+                                      cupy.cuda.get_current_stream().ptr, 0,
+                                      extra.ctypes.data)
 
 
 def to_host(arr):

@@ -10,7 +10,7 @@ thread: summing in input order (as the CPU kernel does) or keeping the first.
 import numpy as np
 from numba import cuda
 
-from kernels.cuda._util import BLOCK, _xp, blocks, scan, stable_order
+from kernels.cuda._util import launch, scan, stable_order, _xp
 
 
 @cuda.jit(cache=True)
@@ -70,7 +70,7 @@ def coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
     if not hv:
         return ptr, idx, xp.zeros(0, val_dtype), first_dup
     out = xp.empty(starts.size, val_dtype)
-    _fold_runs[blocks(starts.size), BLOCK](order, starts, nnz, vals,
+    launch(_fold_runs, starts.size, order, starts, nnz, vals,
                                            bool(sum_duplicates), out)
     return ptr, idx, out, first_dup
 
@@ -82,7 +82,7 @@ def first_unsorted(ptr, idx):
     if n <= 0 or idx.size == 0:
         return -1
     bad = xp.empty(n, np.int64)
-    _row_first_unsorted[blocks(n), BLOCK](ptr, idx, bad)
+    launch(_row_first_unsorted, n, ptr, idx, bad)
     hits = xp.flatnonzero(bad >= 0)
     if hits.size == 0:
         return -1

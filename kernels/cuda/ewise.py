@@ -18,8 +18,7 @@ from numba import cuda
 
 from kernels.cpu.ewise import _merge_count as _cpu_merge_count
 from kernels.cpu.ewise import _merge_fill as _cpu_merge_fill
-from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, scan,
-                                to_host)
+from kernels.cuda._util import device, host_int, launch, scan, to_host, _xp
 
 _merge_count = device(_cpu_merge_count)
 _merge_fill = device(_cpu_merge_fill)
@@ -55,14 +54,14 @@ def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
     union = bool(union)
     out_ptr = xp.zeros(n + 1, np.int64)
     if n > 0:
-        _ewise_count[blocks(n), BLOCK](a_ptr, a_idx, b_ptr, b_idx, union,
+        launch(_ewise_count, n, a_ptr, a_idx, b_ptr, b_idx, union,
                                        out_ptr)
         out_ptr = scan(xp, out_ptr)
     nnz = host_int(out_ptr[n])
     out_idx = xp.empty(nnz, np.int64)
     out_val = xp.empty(nnz, one.dtype)
     if nnz:
-        _ewise_fill[blocks(n), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
+        launch(_ewise_fill, n, a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
                                       b_idx, b_val, bool(b_hv), union, op, one,
                                       out_ptr, out_idx, out_val)
     return out_ptr, out_idx, out_val
@@ -124,7 +123,7 @@ def map_values_into(vals, f, out):
     """``out[t] = f(vals[t])`` for every value."""
     n = vals.size
     if n:
-        _memo(_map_kernels, f, _build_map)[blocks(n), BLOCK](vals, out)
+        launch(_memo(_map_kernels, f, _build_map), n, vals, out)
     return out
 
 
@@ -143,6 +142,6 @@ def select_mask(ptr, idx, vals, pred):
     n = ptr.size - 1
     keep = xp.empty(idx.size, np.bool_)
     if n > 0 and idx.size:
-        _memo(_select_kernels, pred, _build_select)[blocks(n), BLOCK](
+        launch(_memo(_select_kernels, pred, _build_select), n, 
             ptr, idx, vals, keep)
     return keep

@@ -18,8 +18,7 @@ from numba import cuda
 
 from kernels.common import lower_bound as _lower_bound
 from kernels.cpu.extract import use_dense_map
-from kernels.cuda._util import (BLOCK, _xp, argsort_stable, blocks, device, host_int,
-                                scan, stable_order)
+from kernels.cuda._util import argsort_stable, device, host_int, launch, scan, stable_order, _xp
 
 lower_bound = device(_lower_bound)
 
@@ -103,13 +102,13 @@ def gather_rows(ptr, idx, val, hv, rows):
     n = rows.size
     out_ptr = xp.zeros(n + 1, np.int64)
     if n:
-        _gather_count[blocks(n), BLOCK](ptr, rows, out_ptr)
+        launch(_gather_count, n, ptr, rows, out_ptr)
         out_ptr = scan(xp, out_ptr)
     nnz = host_int(out_ptr[n])
     out_idx = xp.empty(nnz, idx.dtype)
     out_val = xp.empty(nnz if hv else 0, val.dtype)
     if nnz:
-        _gather_fill[blocks(n), BLOCK](ptr, idx, val, bool(hv), rows, out_ptr,
+        launch(_gather_fill, n, ptr, idx, val, bool(hv), rows, out_ptr,
                                        out_idx, out_val)
     return out_ptr, out_idx, out_val
 
@@ -161,7 +160,7 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
         searched = True
     out_ptr = xp.zeros(n + 1, np.int64)
     if n > 0 and cols.size:
-        _cols_count[blocks(n), BLOCK](ptr, idx, map_ptr, keys, searched, out_ptr)
+        launch(_cols_count, n, ptr, idx, map_ptr, keys, searched, out_ptr)
         out_ptr = scan(xp, out_ptr)
     nnz = host_int(out_ptr[n]) if n > 0 else 0
     if nnz == 0:
@@ -170,14 +169,14 @@ def extract_cols(ptr, idx, val, hv, cols, ncols):
     e_row = xp.empty(nnz, np.int64)
     e_idx = xp.empty(nnz, np.int64)
     e_src = xp.empty(nnz, np.int64)
-    _cols_expand[blocks(n), BLOCK](ptr, idx, map_ptr, map_pos, keys, searched, out_ptr,
+    launch(_cols_expand, n, ptr, idx, map_ptr, map_pos, keys, searched, out_ptr,
                                    e_row, e_idx, e_src)
     order = stable_order(xp, e_row, e_idx, n, cols.size)
     out_idx = e_idx[order]
     src = e_src[order]
     out_val = xp.empty(nnz if hv else 0, val.dtype)
     if hv:
-        _take[blocks(nnz), BLOCK](src, val, out_val)
+        launch(_take, nnz, src, val, out_val)
     return out_ptr, out_idx, out_val, src
 
 
@@ -194,5 +193,5 @@ def take(arr, pos):
     xp = _xp(pos)
     out = xp.empty(pos.size, arr.dtype)
     if pos.size:
-        _take_at[blocks(pos.size), BLOCK](arr, pos, out)
+        launch(_take_at, pos.size, arr, pos, out)
     return out

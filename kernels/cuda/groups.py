@@ -26,8 +26,7 @@ from numba import cuda
 
 from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
-from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, row_chunks, scan,
-                                stable_order)
+from kernels.cuda._util import device, host_int, launch, row_chunks, scan, stable_order, _xp
 
 lower_bound = device(_lower_bound)
 
@@ -113,14 +112,14 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     seq_col = xp.empty(L, np.int64)
     seq_src = xp.empty(L, np.int64)
     if n_first:
-        _seq_first[blocks(n_first), BLOCK](first, first_ptr, _owners(xp, first_ptr), base,
+        launch(_seq_first, n_first, first, first_ptr, _owners(xp, first_ptr), base,
                                            seq_grp, seq_col, seq_src)
     row_grp = _owners(xp, row_ptr)
     # Row of every entry (relative to r0): the entries' kernel and the final
     # (row, column) sort both need it.
     row_of = _owners(xp, ptr[r0:r1 + 1].astype(np.int64)) if n_entries else None
     if n_entries:
-        _seq_entries[blocks(n_entries), BLOCK](ptr, idx, row_ptr, row_grp, row_of,
+        launch(_seq_entries, n_entries, ptr, idx, row_ptr, row_grp, row_of,
                                                first_ptr, base, seq_grp, seq_col,
                                                seq_src)
     # Runs of one column within one group, in sequence order.
@@ -230,7 +229,7 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
         e_row = q0 + _owners(xp, row_off[q0:q1 + 1])
         e_src = starts[e_row] + (xp.arange(t0, t1, dtype=np.int64) - row_off[e_row])
         hit = xp.empty(t1 - t0, np.int64)
-        _extract_match[blocks(t1 - t0), BLOCK](idx, e_src, row_grp[e_row], col_ptr,
+        launch(_extract_match, t1 - t0, idx, e_src, row_grp[e_row], col_ptr,
                                                sorted_cols, sorted_pos, hit)
         keep = hit >= 0
         kept.append((e_row[keep], hit[keep], e_src[keep]))

@@ -120,6 +120,8 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
     every occurrence into the table (earliest sequence position wins)."""
     G = gp.size - 1
     F = gp[G]
+    hv = a_has_values != 0
+    rep = replace != 0
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, F, stride):
@@ -127,20 +129,19 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
         v = fr[i]
         lo = a_indptr[v]
         hi = a_indptr[v + 1]
-        if a_has_values:
+        if hv:
             p = a_positives[v]
             m = a_modes[v]
         else:
             p = hi - lo
             m = UNIFORM
-        cnt = _slots(k, p, replace)
+        cnt = _slots(k, p, rep)
         o = i * W
         if cnt:
             key = np.uint64(row_key(seed, stream, gid[g] * n + v))
-            sample_one_row(col, o, cnt, lo, hi, a_values, a_has_values, a_prefix, m, p,
-                           key, replace)
+            sample_one_row(col, o, cnt, lo, hi, a_values, hv, a_prefix, m, p, key, rep)
         d = cnt
-        if replace:
+        if rep:
             # Sorted positions: repeats are adjacent; fold them into counts.
             d = 0
             for t in range(cnt):
@@ -213,6 +214,7 @@ def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx,
     G = gp.size - 1
     F = gp[G]
     w1 = W + 1
+    with_vals = has_vals != 0
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, F, stride):
@@ -237,9 +239,9 @@ def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx,
             if h == ent + t:
                 kept[nid] = col[o + t]
             bidx[e + t] = nid - k0
-            if has_vals:
+            if with_vals:
                 bval[e + t] = pv[o + t]
-        if has_vals:
+        if with_vals:
             sort_pairs(bidx, bval, e, e + d)
         else:
             sort_range(bidx, e, e + d)
@@ -360,8 +362,9 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
         pv = xp.empty(cap * W, value_dtype) if has_vals else empty_v
         ncnt = xp.empty(cap, np.int64)
         launch(_hop_sample, cap, fr, gp, gid, np.int64(n), a_indptr, a_indices, a_values,
-               bool(a_has_values), a_prefix, a_positives, a_modes, np.int64(W), np.int64(W),
-               np.uint64(seed), np.uint64(streams[h]), bool(replace), np.int64(value_mode),
+               np.int64(a_has_values), a_prefix, a_positives, a_modes, np.int64(W),
+               np.int64(W), np.uint64(seed), np.uint64(streams[h]), np.int64(replace),
+               np.int64(value_mode),
                keys, tags, np.int64(bits), stamp, col, pv, ncnt)
         hpos = xp.empty(cap * W, np.int64)
         flags = xp.empty(cap * w1, np.int64)
@@ -374,7 +377,7 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
         bval = xp.empty(cap * W, value_dtype) if has_vals else empty_v
         kept = xp.empty(next_cap, np.int64)
         kp = sizes[h, 0]
-        launch(_hop_emit, cap, fr, gp, np.int64(W), col, pv, bool(has_vals), ncnt, hpos,
+        launch(_hop_emit, cap, fr, gp, np.int64(W), col, pv, np.int64(has_vals), ncnt, hpos,
                flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1])
         raw.append((bptr, bidx, bval if has_vals else None, fr, kept))
         fr, gp = kept, kp

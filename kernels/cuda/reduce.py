@@ -9,7 +9,7 @@ output dtype) is what an empty row reduces to; ``op`` is a
 
 from numba import cuda
 
-from kernels.cuda._util import BLOCK, _xp, blocks, device
+from kernels.cuda._util import device, launch, _xp
 from kernels.semiring_ops import fold_row as _fold_row
 
 fold_row = device(_fold_row)
@@ -35,6 +35,6 @@ def reduce_rows(ptr, val, hv, op, identity, one):
     n = ptr.size - 1
     out = xp.empty(max(n, 0), identity.dtype)
     if n > 0:
-        _reduce_rows[blocks(n), BLOCK](ptr, val, bool(hv), op, identity, one,
+        launch(_reduce_rows, n, ptr, val, bool(hv), op, identity, one,
                                        out)
     return out

@@ -19,7 +19,7 @@ from numba import cuda
 from kernels import its as _its
 from kernels.common import row_key as _row_key
 from kernels.cpu import sample as _cpu
-from kernels.cuda._util import BLOCK, _xp, blocks, device, host_int, scan
+from kernels.cuda._util import device, host_int, launch, scan, _xp
 
 row_stats = device(_its.row_stats)
 sample_one_row = device(_its.sample_one_row)
@@ -145,13 +145,13 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     positives = xp.empty(n, np.int64)
     modes = xp.empty(n, np.uint8)
     out_ptr = xp.zeros(n + 1, np.int64)
-    _csr_stats[blocks(n), BLOCK](indptr, values, has_values, k_scalar, k_arr,
+    launch(_csr_stats, n, indptr, values, has_values, k_scalar, k_arr,
                                  replace, prefix, positives, modes, out_ptr)
     out_ptr = scan(xp, out_ptr)
     total = host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
     if total:
-        _csr_sample[blocks(n), BLOCK](indptr, values, has_values, prefix,
+        launch(_csr_sample, n, indptr, values, has_values, prefix,
                                       positives, modes, row_ids, seed, stream,
                                       replace, out_ptr, out)
     return out_ptr, out
@@ -165,7 +165,7 @@ def row_prefix(indptr, values):
     positives = xp.empty(n, np.int64)
     modes = xp.empty(n, np.uint8)
     if n:
-        _prefix_rows[blocks(n), BLOCK](indptr, values, prefix, positives,
+        launch(_prefix_rows, n, indptr, values, prefix, positives,
                                        modes)
     return prefix, positives, modes
 
@@ -193,14 +193,14 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     a_has_values = bool(a_has_values)
     replace = bool(replace)
     out_ptr = xp.zeros(n + 1, np.int64)
-    _gather_slots[blocks(n), BLOCK](q_indptr, q_indices, q_scale, a_indptr,
+    launch(_gather_slots, n, q_indptr, q_indices, q_scale, a_indptr,
                                     a_has_values, a_positives, k_scalar, k_arr,
                                     replace, out_ptr)
     out_ptr = scan(xp, out_ptr)
     total = host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
     if total:
-        _gather_sample[blocks(n), BLOCK](q_indptr, q_indices, a_indptr,
+        launch(_gather_sample, n, q_indptr, q_indices, a_indptr,
                                          a_values, a_has_values, a_prefix,
                                          a_positives, a_modes, row_ids, seed,
                                          stream, replace, out_ptr, out)
@@ -215,11 +215,11 @@ def dedup_sorted_rows(indptr, pos):
         return xp.zeros(1, np.int64), xp.zeros(0, np.int64), xp.zeros(0, np.int64)
     new_ptr = xp.zeros(n + 1, np.int64)
     if pos.size:
-        _dedup_count[blocks(n), BLOCK](indptr, pos, new_ptr)
+        launch(_dedup_count, n, indptr, pos, new_ptr)
         new_ptr = scan(xp, new_ptr)
     total = host_int(new_ptr[n])
     out = xp.empty(total, np.int64)
     counts = xp.empty(total, np.int64)
     if total:
-        _dedup_fill[blocks(n), BLOCK](indptr, pos, new_ptr, out, counts)
+        launch(_dedup_fill, n, indptr, pos, new_ptr, out, counts)
     return new_ptr, out, counts

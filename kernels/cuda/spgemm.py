@@ -36,8 +36,8 @@ import numba
 import numpy as np
 from numba import cuda
 
-from kernels.cuda._util import (BLOCK, _xp, blocks, device, host_int, row_chunks, scan,
-                                stable_order, to_host)
+from kernels.cuda._util import (device, host_int, launch, row_chunks, scan, stable_order, to_host,
+                                _xp)
 from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
 from kernels.semiring_ops import add_op as _add_op
@@ -168,7 +168,7 @@ def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
             continue
         e_row = xp.empty(t1 - t0, np.int64)
         e_col = xp.empty(t1 - t0, np.int64)
-        _expand_structure[blocks(t1 - t0), BLOCK](a_ptr, a_idx, b_ptr, b_idx, ent, t0, r0,
+        launch(_expand_structure, t1 - t0, a_ptr, a_idx, b_ptr, b_idx, ent, t0, r0,
                                                   e_row, e_col)
         _, sr, starts = _runs(xp, e_row, e_col, r1 - r0, ncols)
         out_ptr[1 + r0:1 + r1] = xp.bincount(sr[starts], minlength=r1 - r0)
@@ -198,12 +198,12 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
         e_row = xp.empty(t1 - t0, np.int64)
         e_col = xp.empty(t1 - t0, np.int64)
         e_val = xp.empty(t1 - t0, one.dtype)
-        _expand_values[blocks(t1 - t0), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
+        launch(_expand_values, t1 - t0, a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
                                                b_idx, b_val, bool(b_hv), mul, one, ent,
                                                t0, r0, e_row, e_col, e_val)
         order, _, starts = _runs(xp, e_row, e_col, r1 - r0, ncols)
         m = starts.size
-        _reduce_runs[blocks(m), BLOCK](order, starts, t1 - t0, e_col, e_val, add,
+        launch(_reduce_runs, m, order, starts, t1 - t0, e_col, e_val, add,
                                        out_idx[int(o0):int(o1)], out_val[int(o0):int(o1)])
     return out_idx, out_val
 
@@ -224,13 +224,13 @@ def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
     n = a_ptr.size - 1
     out_ptr = xp.zeros(n + 1, np.int64)
     if n > 0:
-        _gather_count[blocks(n), BLOCK](a_ptr, a_idx, b_ptr, out_ptr)
+        launch(_gather_count, n, a_ptr, a_idx, b_ptr, out_ptr)
         out_ptr = scan(xp, out_ptr)
     nnz = host_int(out_ptr[n])
     out_idx = xp.empty(nnz, b_idx.dtype)
     out_val = xp.empty(nnz, one.dtype)
     if nnz:
-        _gather_fill[blocks(nnz), BLOCK](a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
+        launch(_gather_fill, nnz, a_ptr, a_idx, a_val, bool(a_hv), b_ptr,
                                          b_idx, b_val, bool(b_hv), mul, one,
                                          out_ptr, out_idx, out_val)
     return out_ptr, out_idx, out_val

@@ -12,7 +12,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.cpu import topk as _cpu
-from kernels.cuda._util import BLOCK, _xp, blocks, device, host_int, scan
+from kernels.cuda._util import device, host_int, launch, scan, _xp
 
 row_slots = device(_cpu.row_slots)
 select_row = device(_cpu.select_row)
@@ -48,10 +48,10 @@ def topk_rows(indptr, values, k, largest):
     k = np.int64(k)
     largest = bool(largest)
     out_ptr = xp.zeros(n + 1, np.int64)
-    _topk_count[blocks(n), BLOCK](indptr, k, out_ptr)
+    launch(_topk_count, n, indptr, k, out_ptr)
     out_ptr = scan(xp, out_ptr)
     total = host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
     if total:
-        _topk_fill[blocks(n), BLOCK](indptr, values, largest, out_ptr, out)
+        launch(_topk_fill, n, indptr, values, largest, out_ptr, out)
     return out_ptr, out
