@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+from kernels import opcount
 from spla.exceptions import DeviceMismatch, InvalidValue, MissingDependency
 
 CPU = "cpu"
@@ -128,6 +129,7 @@ def to_host(arr):
     """
     if device_of(arr) == CPU:
         return arr
+    opcount.add_read()
     return arr.get()
 
 

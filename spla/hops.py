@@ -116,11 +116,13 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
     >>> hops = spla.sample_hops(A, np.array([0, 3, 1]), [0, 2, 3], [2, 1], seed=7,
     ...                         streams=[0, 1])
     >>> blocks, dst, dst_ptr, src, src_ptr = hops[0]
-    >>> [b.shape for b in blocks], dst_ptr.tolist()
-    [((2, 4), (1, 3))]
-    >>> src[:src_ptr[1]][:2].tolist() == [0, 3]          # a group's sources start with its seeds
-    True
-    >>> hops[1][1].tolist() == src.tolist()              # hop 2 starts from hop 1's sources
+    >>> [b.shape for b in blocks], dst_ptr.tolist(), src_ptr.tolist()
+    ([(2, 5), (1, 3)], [0, 2, 3], [0, 5, 8])
+    >>> src.tolist()          # each group's sources start with its seeds
+    [0, 3, 1, 2, 4, 1, 2, 3]
+    >>> blocks[1].row_degrees().tolist()                # vertex 1 drew 2 neighbours
+    [2]
+    >>> hops[1][1].tolist() == src.tolist()             # hop 2 starts from hop 1's sources
     True
     """
     func = "sample_hops"

@@ -54,6 +54,15 @@ def _wrap(x):
 class ndarray(np.ndarray):
     """A 'device' array: a numpy array whose host reads are counted."""
 
+    def __new__(cls, shape, dtype=float, memptr=None, *args, **kwargs):
+        # cupy's signature: an array over a MemoryPointer (mapped host memory).
+        if isinstance(memptr, MemoryPointer):
+            buf = _HOST[memptr.mem.ptr]
+            arr = np.ndarray.__new__(cls, shape, dtype, buffer=buf, offset=memptr.offset)
+            arr.memptr = memptr  # keeps the memory's owner alive, as cupy's arrays do
+            return arr
+        return np.ndarray.__new__(cls, shape, dtype, memptr, *args, **kwargs)
+
     def get(self):
         STATS["reads"] += 1
         return np.array(self.view(np.ndarray), copy=True)
@@ -165,6 +174,33 @@ def asarray(a, dtype=None):
     return np.array(_plain(a), dtype=dtype, copy=True).view(ndarray)
 
 
+#: "Pinned host memory" by address: the buffers ``runtime.hostAlloc`` handed out.
+_HOST = {}
+
+
+class _Runtime:
+    @staticmethod
+    def hostAlloc(nbytes, flags):
+        buf = np.zeros(nbytes, np.uint8)
+        _HOST[buf.ctypes.data] = buf
+        STATS["mapped"] = STATS.get("mapped", 0) + nbytes
+        return buf.ctypes.data
+
+    @staticmethod
+    def freeHost(ptr):
+        _HOST.pop(ptr, None)
+
+
+class UnownedMemory:
+    def __init__(self, ptr, size, owner):
+        self.ptr, self.size, self.owner = ptr, size, owner
+
+
+class MemoryPointer:
+    def __init__(self, mem, offset):
+        self.mem, self.offset = mem, offset
+
+
 class _Device:
     mem_info = (1 << 34, 1 << 34)
 
@@ -183,7 +219,8 @@ def _module():
     mod.ndarray = ndarray
     mod.asarray = asarray
     mod.array = asarray
-    mod.cuda = types.SimpleNamespace(Device=_Device)
+    mod.cuda = types.SimpleNamespace(Device=_Device, runtime=_Runtime,
+                                     UnownedMemory=UnownedMemory, MemoryPointer=MemoryPointer)
     mod.get_default_memory_pool = _Pool
     mod.__version__ = "fake"
 

@@ -50,7 +50,7 @@ sim = pytest.mark.skipif(
 CHILD_TIMEOUT_S = 900
 
 #: Other files whose ``test_sim_*`` tests run in the same simulator child.
-SIM_FILES = ("test_topk_cuda.py",)
+SIM_FILES = ("test_topk_cuda.py", "test_gpu_path.py")
 
 
 @pytest.mark.cudasim

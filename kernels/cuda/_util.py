@@ -135,6 +135,39 @@ def _fast_launcher(kernel, args):
     return fast
 
 
+def param_format(types):
+    """The ``struct`` format of a kernel's packed parameters, or None if not eligible.
+
+    ``types`` are the numba types of the kernel's arguments: a 1-D C array
+    is seven 64-bit parameters (meminfo, parent, items, item size, data,
+    shape, stride), an int64 ``q``, a uint64 ``Q``, a float64 ``d``;
+    anything else makes the kernel ineligible for a direct launch.
+
+    Examples
+    --------
+    >>> from numba.core import types as nt
+    >>> from kernels.cuda._util import param_format
+    >>> param_format((nt.Array(nt.int32, 1, "C"), nt.int64, nt.uint64, nt.float64))
+    '<QQqqQqqqQd'
+    >>> param_format((nt.boolean,)) is None
+    True
+    """
+    from numba.core import types as nt
+    fmt = "<"
+    for t in types:
+        if isinstance(t, nt.Array):
+            if t.ndim != 1 or t.layout != "C":
+                return None
+            fmt += "QQqqQqq"
+        elif isinstance(t, nt.Integer) and t.bitwidth == 64:
+            fmt += "q" if t.signed else "Q"
+        elif t == nt.float64:
+            fmt += "d"
+        else:
+            return None
+    return fmt
+
+
 class _FastLaunch:
     """One compiled specialization of a numba.cuda kernel, launched by cuLaunchKernel.
 
@@ -153,19 +186,9 @@ class _FastLaunch:
 
     @classmethod
     def build(cls, compiled, types):
-        from numba.core import types as nt
-        fmt = "<"
-        for t in types:
-            if isinstance(t, nt.Array):
-                if t.ndim != 1 or t.layout != "C":
-                    return None
-                fmt += "QQqqQqq"
-            elif isinstance(t, nt.Integer) and t.bitwidth == 64:
-                fmt += "q" if t.signed else "Q"
-            elif t == nt.float64:
-                fmt += "d"
-            else:
-                return None
+        fmt = param_format(types)
+        if fmt is None:
+            return None
         try:
             import cupy
             if not hasattr(cupy.cuda.driver, "launchKernel"):
@@ -271,6 +294,13 @@ def row_chunks(row_off, total):
         chunks.append((r0, r1, int(off[r0]), int(off[r1])))
         r0 = r1
     return chunks
+
+
+def full(xp, n, value, dtype):
+    """An array of ``n`` items set to ``value`` (a counted launch on a GPU)."""
+    if xp is not np:
+        opcount.add_launch()
+    return xp.full(n, value, dtype)
 
 
 def scan(xp, ptr):

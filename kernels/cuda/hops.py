@@ -49,7 +49,7 @@ from kernels.common import row_key as _row_key
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
 from kernels.cpu import sample as _cpu
-from kernels.cuda._util import SIM, _xp, device, launch, scan, to_host
+from kernels.cuda._util import SIM, _xp, device, full, launch, scan, to_host
 
 sample_one_row = device(_its.sample_one_row)
 row_key = device(_row_key)
@@ -283,12 +283,12 @@ def _table(xp, G, n, caps, table):
     """(keys, tags, bits) of the occurrence table; dense unless too large or asked."""
     dense = table == "dense" or (table is None and G * n <= DENSE_SLOTS)
     if dense:
-        return xp.empty(0, np.int64), xp.full(G * n, UNSET, np.int64), 0
-    distinct = min(sum(c * 1 for c in caps[1:]), G * n)
+        return xp.empty(0, np.int64), full(xp, G * n, UNSET, np.int64), 0
+    distinct = min(sum(caps[1:]), G * n)
     bits = 4
     while (1 << bits) < 2 * distinct:
         bits += 1
-    return xp.full(1 << bits, EMPTY, np.int64), xp.full(1 << bits, UNSET, np.int64), bits
+    return full(xp, 1 << bits, EMPTY, np.int64), full(xp, 1 << bits, UNSET, np.int64), bits
 
 
 def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
