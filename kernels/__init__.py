@@ -26,3 +26,20 @@ from kernels import allocator as _allocator
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _allocator.apply_policy(os.environ)
+
+
+def compiled_cache_found():
+    """Whether numba's on-disk cache holds compiled CPU kernels of this package.
+
+    Every kernel is ``cache=True``: the first process on a machine compiles
+    them (about a minute on 2 cores), later ones load them.  The main job
+    uses this to say so before a first run's long silence.  It looks where
+    numba writes the cache by default (``__pycache__`` beside the sources,
+    or ``NUMBA_CACHE_DIR``) for one index file; False when none is there.
+    """
+    import glob
+    here = os.path.dirname(os.path.abspath(__file__))
+    places = [os.path.join(here, "cpu", "__pycache__")]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        places.append(os.environ["NUMBA_CACHE_DIR"])
+    return any(glob.glob(os.path.join(p, "**", "*.nbi"), recursive=True) for p in places)

@@ -363,8 +363,15 @@ def as_graph(func, A):
             fail(DimensionMismatch, func, "A", "a square adjacency matrix", f"shape {A.shape}")
         return A.local, A
     if not isinstance(A, Matrix):
+        hint = ""
+        if type(A).__module__.startswith("scipy.sparse"):
+            hint = " (convert it with spla.Matrix.from_scipy(A))"
+        elif type(A).__module__.startswith("cupyx.scipy.sparse"):
+            hint = " (convert it with spla.Matrix.from_cupyx(A))"
+        elif type(A).__module__.startswith("torch"):
+            hint = " (an edge_index converts with spla.Matrix.from_edge_index(edge_index))"
         fail(DTypeError, func, "A", "a spla.Matrix or spla.DistMatrix (adjacency, rows = "
-             "vertices)", describe(A))
+             "vertices)", describe(A) + hint)
     if A.nrows != A.ncols:
         fail(DimensionMismatch, func, "A", "a square adjacency matrix", f"shape {A.shape}")
     warn_if_directed(func, A)

@@ -26,7 +26,8 @@ def epoch_batches(train_ids, batch_size, *, seed, epoch=0, drop_last=False):
     train_ids : 1-D array of int
         Distinct training vertex ids.
     batch_size : int
-        Seeds per minibatch (the last one may be smaller).
+        Seeds per minibatch (the last one may be smaller; larger than the
+        training set: one minibatch of all of it, as PyG's loaders do).
     seed : int
     epoch : int, default 0
         Each epoch has its own shuffle.
@@ -51,9 +52,9 @@ def epoch_batches(train_ids, batch_size, *, seed, epoch=0, drop_last=False):
     if np.unique(ids).size != ids.size:
         fail(InvalidValue, func, "train_ids", "distinct vertex ids", "repeated ids")
     batch_size = as_int(func, "batch_size", batch_size, minimum=1)
-    if batch_size > ids.size:
-        fail(InvalidValue, func, "batch_size", f"at most the training set size {ids.size}",
-             batch_size)
+    if drop_last and batch_size > ids.size:
+        fail(InvalidValue, func, "batch_size", f"at most the training set size {ids.size} "
+             "with drop_last=True (else the epoch is empty)", batch_size)
     epoch = as_int(func, "epoch", epoch, minimum=0)
     if epoch >= 2 ** 47:
         fail(InvalidValue, func, "epoch", "an integer below 2**47", epoch)

@@ -251,6 +251,18 @@ def load_npz(path, *, name=None, num_classes=None, to_undirected=False):
 
 def _read_npz(func, path):
     try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        fail(InvalidValue, func, "path", "a readable .npz file", f"{path} ({e})")
+    if head != b"PK\x03\x04" and head[:1] != b"\x93":
+        # numpy reads anything else as a pickle, and would say "pickled data".
+        fail(InvalidValue, func, "path", "an .npz file of plain arrays (numpy.savez)",
+             f"{path}, which is not one (an .npz file is a zip archive; this one starts "
+             f"with {head!r})")
+    try:
         f = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise

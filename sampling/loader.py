@@ -529,6 +529,24 @@ def _count_batches(func, N, b, p, drop_last):
     return m
 
 
+def cut_epoch(func, order, b, p, drop_last=False):
+    """An epoch's shuffle ``order`` cut into minibatches for ``p`` ranks, as ``NodeLoader`` cuts it.
+
+    The number of minibatches is a multiple of ``p`` (when ``p > 1``), so
+    every rank trains the same number of steps, step ``s`` of rank ``r``
+    training minibatch ``s * p + r``; ``func`` names the caller in errors
+    (a batch size that cannot give every rank a non-empty minibatch).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [c.tolist() for c in cut_epoch("f", np.arange(7), 2, 2)]
+    [[0, 1], [2, 3], [4, 5], [6]]
+    """
+    m = _count_batches(func, int(order.size), b, p, drop_last)
+    return _cut(order, b, m, p, drop_last)
+
+
 def _cut(order, b, m, p, drop_last):
     """``order`` cut into the ``m`` minibatches of an epoch (``_count_batches``'s m).
 

@@ -29,6 +29,7 @@ import gzip
 import os
 import pickle
 import sys
+import urllib.error
 
 import numpy as np
 
@@ -163,6 +164,13 @@ def cache_lock(path):
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             yield
+        except BaseException:
+            # A load that failed (no network, say) leaves no lock file behind.
+            # A process waiting on this one goes on with the unlinked file:
+            # harmless, the cache appears by an atomic rename.
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            raise
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
@@ -291,6 +299,11 @@ def read(name, root=None, *, func="load"):
         os.makedirs(os.path.join(folder, "processed"), exist_ok=True)
     try:
         dataset = NodePropPredDataset(name=name, root=root)
+    except urllib.error.URLError as e:
+        raise InvalidValue(
+            f"{func}: could not download {name} into {root} ({e.reason}). Without network, "
+            f"copy OGB's folder {folder_name(name)}/ of it (with raw/ and {marker}) into "
+            f"{root}, or pass the root that holds it") from None
     except pickle.UnpicklingError as e:
         processed = os.path.join(folder, "processed", "data_processed")
         raise InvalidValue(

@@ -154,8 +154,10 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
     if weighted and M.values is None:
         fail(InvalidValue, func, "weighted", "False for a structural A", True)
     replace = bool(replace)
-    if G == 0:
+    if G == 0 and D is None:
         return [([], seeds, ptr, seeds, ptr) for _ in ks]
+    # (A rank of a distributed graph with no group still takes part in each
+    # hop's collective row fetch.)
     if D is None and M.device == backend.CUDA and not materialize:
         hops = backend.kernels_for(backend.CUDA).hops
         if hops.fusable(ks):

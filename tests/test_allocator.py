@@ -44,11 +44,13 @@ def _mapped_bytes(setup, policy=None):
     return int(out.stdout.split()[-1])
 
 
+@pytest.mark.slow
 def test_import_serves_large_arrays_from_the_heap():
     assert _mapped_bytes("import kernels") < 2 ** 26
     assert _mapped_bytes("import kernels", " Reuse ") < 2 ** 26
 
 
+@pytest.mark.slow
 def test_system_policy_and_switching_off_leave_fresh_mappings():
     assert _mapped_bytes("import kernels", "system") >= 2 ** 26
     off = "import kernels\nfrom kernels.allocator import reuse_freed_memory\n" \
@@ -58,6 +60,7 @@ def test_system_policy_and_switching_off_leave_fresh_mappings():
     assert _mapped_bytes("") >= 2 ** 26
 
 
+@pytest.mark.slow
 def test_unknown_policy_is_a_clear_error():
     with pytest.raises(ValueError, match=r"SPLA_MALLOC.*\['reuse', 'system'\].*'bogus'"):
         allocator.apply_policy({"SPLA_MALLOC": "bogus"})

@@ -53,6 +53,7 @@ CHILD_TIMEOUT_S = 900
 SIM_FILES = ("test_topk_cuda.py", "test_gpu_path.py")
 
 
+@pytest.mark.slow
 @pytest.mark.cudasim
 @pytest.mark.timeout(CHILD_TIMEOUT_S + 60)
 def test_cuda_kernels_under_simulator():

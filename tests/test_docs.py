@@ -117,6 +117,7 @@ def test_api_page_documents_every_public_name():
     assert not missing, f"docs/api.rst does not document spla.semiring.{missing}"
 
 
+@pytest.mark.slow
 def test_notebook_runs_on_cpu():
     """docs/notebooks/explore.ipynb runs top to bottom on the CPU (nbmake)."""
     pytest.importorskip("nbmake", reason="the notebook is run by nbmake (pip install -e '.[test]')")

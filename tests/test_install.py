@@ -79,6 +79,7 @@ CORE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_core_works_without_optional_packages():
     code = BLOCKER.format(blocked=OPTIONAL) + CORE

@@ -32,6 +32,7 @@ def _launch(nproc, target, timeout, **extra_env):
     return proc, time.monotonic() - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nproc", [1, 2, 3, 4])
 def test_mpi_suite(nproc):
     proc, _ = _launch(nproc, "tests/mpi", timeout=900)
@@ -40,6 +41,7 @@ def test_mpi_suite(nproc):
     assert " passed" in proc.stdout, out
 
 
+@pytest.mark.slow
 def test_failure_on_one_rank_ends_the_job():
     proc, seconds = _launch(2, "tests/mpi/test_abort_on_failure.py", timeout=120,
                             SPLA_MPI_DELIBERATE_FAILURE="1")

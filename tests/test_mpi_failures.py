@@ -47,6 +47,7 @@ RANK1_FAILS = """
 """
 
 
+@pytest.mark.slow
 def test_python_m_mpi4py_ends_the_job(tmp_path):
     proc, seconds = _run(tmp_path, 2, RANK1_FAILS, "-m", "mpi4py")
     out = proc.stdout + proc.stderr
@@ -56,6 +57,7 @@ def test_python_m_mpi4py_ends_the_job(tmp_path):
     assert seconds < LIMIT_S, f"the job took {seconds:.0f} s to end"
 
 
+@pytest.mark.slow
 def test_abort_on_error_ends_the_job(tmp_path):
     body = """
         from spla import comm as C
@@ -69,6 +71,7 @@ def test_abort_on_error_ends_the_job(tmp_path):
     assert seconds < LIMIT_S, f"the job took {seconds:.0f} s to end"
 
 
+@pytest.mark.slow
 def test_collective_check_failing_on_one_rank_raises_everywhere(tmp_path):
     # Each rank writes what it raised to a file of its own: the ranks' stdout
     # streams reach mpiexec interleaved, so lines can run into each other.
@@ -101,6 +104,7 @@ def test_collective_check_failing_on_one_rank_raises_everywhere(tmp_path):
         assert lines == [f"ORIGIN 1 InvalidValue: {message}{suffix}", "DONE"], (r, lines, out)
 
 
+@pytest.mark.slow
 def test_spla_error_on_one_rank_ends_the_job_with_status_1(tmp_path):
     """A bad argument on rank 1 of a real collective, inside abort_on_error:
     every rank raises it, it is printed once, and every rank exits 1."""

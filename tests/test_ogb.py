@@ -312,6 +312,7 @@ def test_pickled_split_falls_back_to_the_csv_split(tmp_path):
         load("ogbn-arxiv", root=tmp_path)
 
 
+@pytest.mark.slow
 def test_ogb_import_starts_no_version_check_and_no_warning(tmp_path):
     """In a fresh interpreter with warnings as errors: no PyPI thread, no `outdated`."""
     write_arxiv(tmp_path)

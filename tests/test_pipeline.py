@@ -372,6 +372,7 @@ SCRIPT = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install mpich)")
 def test_background_failure_on_one_rank_ends_the_job(tmp_path):

@@ -79,6 +79,7 @@ sys.exit(T.main(["--dataset", "rmat:10", "--epochs", "3", "--graph", "partitione
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, message", [
     ("runtime", "RuntimeError: deliberate RuntimeError in epoch 2"),
     ("spla", "InvalidValue: deliberate spla error in epoch 2"),
@@ -97,6 +98,7 @@ def test_an_error_on_one_rank_ends_the_job(tmp_path, kind, message):
     assert end - failed_at < 30, f"the job took {end - failed_at:.0f} s to end after the error"
 
 
+@pytest.mark.slow
 def test_memory_budget_bulk_size_is_agreed():
     # Each rank estimates a minibatch from its own block of rows: here 24 and
     # 28 minibatches per bulk, and the ranks used to disagree ("Message
@@ -109,6 +111,7 @@ def test_memory_budget_bulk_size_is_agreed():
     assert "test accuracy:" in out.strip().splitlines()[-1], out[-4000:]
 
 
+@pytest.mark.slow
 def test_memory_budget_too_small_on_some_ranks_stops_every_rank():
     # 139400 bytes fit one minibatch on some ranks and not on others: every
     # rank must stop, with one error line (rank 0) and exit status 2.

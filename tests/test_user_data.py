@@ -190,6 +190,7 @@ def test_from_pyg_argument_errors():
         from_pyg(g)
 
 
+@pytest.mark.slow
 def test_from_pyg_does_not_import_torch_geometric():
     import subprocess
     import sys

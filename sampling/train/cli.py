@@ -275,7 +275,7 @@ def build_parser():
                    help="where the model runs (cuda also samples on the GPU when running "
                         "on one process)" + default(d.device))
     p.add_argument("--epochs", type=_positive_int, metavar="N",
-                   help="training epochs" + default(d.epochs))
+                   help="training epochs" + default("20; 200 with --mode bns"))
     p.add_argument("--lr", type=_positive_float, metavar="LR",
                    help="Adam learning rate" + default(d.lr))
     p.add_argument("--weight-decay", type=_nonneg_float, metavar="WD",
@@ -371,6 +371,8 @@ def options_from_args(args):
     >>> opts = options_from_args(build_parser().parse_args(["--sampler", "ladies"]))
     >>> opts.sampler, opts.sizes, opts.epochs
     ('ladies', (256, 256), 20)
+    >>> options_from_args(build_parser().parse_args(["--mode", "bns"])).epochs
+    200
     >>> options_from_args(build_parser().parse_args(["--sampler", "ladies", "--fanouts", "5"]))
     Traceback (most recent call last):
     ...

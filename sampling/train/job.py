@@ -35,6 +35,7 @@ def run(opts, comm=None, out=None):
     Returns the test accuracy.  ``opts.mode == 'bns'``: ``run_bns``.
     """
     out = out or sys.stdout
+    _compile_notice(comm, out)
     if opts.mode == "bns":
         return run_bns(opts, comm, out)
     trainer = Trainer(opts, comm)
@@ -53,6 +54,17 @@ def run(opts, comm=None, out=None):
         say(f"trained {opts.epochs} epochs in {elapsed:.1f} s")
         say(f"test accuracy: {acc:.4f}")
     return acc
+
+
+def _compile_notice(comm, out):
+    """One line before a first run's silence: the kernels compile once per machine."""
+    import kernels
+    if kernels.compiled_cache_found():
+        return
+    if comm is not None and comm.Get_rank() != 0:
+        return
+    print("note: first run on this machine: numba compiles the kernels (about a minute "
+          "on 2 cores; later runs load them from its cache)", file=out, flush=True)
 
 
 def run_bns(opts, comm=None, out=None):

@@ -218,10 +218,6 @@ class Trainer:
             if opts.device == "cuda":
                 self._check_cuda()
             ds = _load(opts) if dataset is None else dataset
-            n_train = int(ds.train_idx.size)
-            if opts.batch_size > n_train:
-                raise UsageError(f"--batch-size {opts.batch_size} is larger than the training "
-                                 f"set ({n_train} vertices of {ds.name}); use at most {n_train}")
             if partitioned and self.size % opts.replication:
                 raise UsageError(f"--replication {opts.replication} must divide the number "
                                  f"of ranks ({self.size})")
@@ -374,26 +370,29 @@ class Trainer:
         hands it to rank r.
         """
         from sampling import epoch_batches
-        from sampling.base import owned_batches
         from sampling.batches import step_major_bulks
+        from sampling.loader import cut_epoch
         o = self.opts
         train = self.store.splits["train"]
         batches = epoch_batches(train, self.minibatch_size, seed=o.seed, epoch=epoch)
-        if self._shares is None:
-            return batches, self._bulks(len(batches))
         p = self.size
+        if p == 1:
+            return batches, self._bulks(len(batches))
         order = np.concatenate(batches)  # the epoch's shuffle
-        steps = self._part_steps()
-        per_rank = []
-        for share in self._shares:
-            mine = order[np.isin(order, share, assume_unique=True)]
-            per_rank.append(np.array_split(mine, steps))
-        batches = [per_rank[r][s] for s in range(steps) for r in range(p)]
-        D = self.sampler.D
-        bulks = step_major_bulks(
-            steps, p, max(1, self.bulk_size // p),
-            lambda k, r: (owned_batches(k, D.layout, r, self.sampler._by_process_row)
-                          if D is not None else self._own(k, r)))
+        if self._shares is None:
+            # As NodeLoader cuts an epoch for p ranks: step s of rank r trains
+            # minibatch s * p + r, whatever the bulk size, so the steps (and
+            # so the parameters) do not depend on --bulk.
+            batches = cut_epoch("Trainer", order, self.minibatch_size, p)
+            steps = len(batches) // p
+        else:
+            steps = self._part_steps()
+            per_rank = []
+            for share in self._shares:
+                mine = order[np.isin(order, share, assume_unique=True)]
+                per_rank.append(np.array_split(mine, steps))
+            batches = [per_rank[r][s] for s in range(steps) for r in range(p)]
+        bulks = step_major_bulks(steps, p, max(1, self.bulk_size // p), self._own)
         return batches, bulks
 
     def _part_steps(self):
@@ -489,7 +488,17 @@ class Trainer:
                                  "bytes on this rank); raise it or lower --batch-size")
             per_rank = BulkPlanner(self.sampler, opts.memory_budget).bulk_size(
                 self.minibatch_size)
+        if opts.prefetch:
+            # Bulks a prefetch can overlap: an epoch of one bulk would be
+            # sampled whole before its first step, with nothing to train
+            # meanwhile.
+            per_rank = min(per_rank, max(1, -(-self._epoch_steps() // (opts.prefetch + 1))))
         return C.agree_min(self.comm, per_rank) * self.size
+
+    def _epoch_steps(self):
+        """Training steps of an epoch (each rank's minibatches per epoch)."""
+        n = int(self.store.splits["train"].size)
+        return max(1, -(-n // (self.minibatch_size * self.size)))
 
     def _check_cuda(self):
         from spla.exceptions import MissingDependency
@@ -608,6 +617,12 @@ class Trainer:
             st = self.store.cache_stats()
             mode += (f", feature cache {self.store.cache_fraction:g} by {o.cache_policy} "
                      f"({st.cached_rows} rows, {st.memory_bytes / 1e6:.2f} MB per rank)")
+        if o.graph == "partitioned" and self.size == 1:
+            mode += (" (one process holds the one part: start P processes with "
+                     "`mpiexec -n P python -m sampling.train ...` for P parts)")
+        if o.prefetch and self._epoch_steps() == 1:
+            mode += (f", --prefetch {o.prefetch} has nothing to overlap (an epoch is one "
+                     "minibatch per rank: lower --batch-size for more)")
         text = (f"{self.dataset!r}\n"
                 f"{sampler}, {model}, batch "
                 f"{o.batch_size} ({self.minibatch_size} per rank), bulk {self.bulk_size}, "

@@ -80,3 +80,17 @@ def test_two_epochs_identical_parameters_on_every_rank(comm, graph):
     if graph == "replicated":
         assert sum(sampled) == 0
         assert moved.get("features.request", 0) == 0
+
+
+@pytest.mark.parametrize("graph", ["replicated", "partitioned"])
+def test_parameters_and_losses_do_not_depend_on_the_bulk(comm, graph):
+    """Step s of rank r trains the same minibatch whatever --bulk (or the budget) says."""
+    pytest.importorskip("torch")
+    from sampling.train import TrainOptions, Trainer
+    runs = []
+    for bulk in (comm.size, 3 * comm.size, None):
+        opts = TrainOptions(epochs=1, graph=graph, threads=1, bulk=bulk, batch_size=32)
+        trainer = Trainer(opts, comm)
+        stats = trainer.train_epoch(0)
+        runs.append((trainer.parameter_checksum(), stats.loss, stats.steps))
+    assert runs[0] == runs[1] == runs[2], runs
