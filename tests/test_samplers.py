@@ -690,6 +690,11 @@ def test_epoch_batches_bad_seed_names_the_function():
     assert str(info.value).startswith("epoch_batches: argument 'seed'"), str(info.value)
 
 
+def test_epoch_batches_larger_than_the_seeds_is_one_minibatch():
+    bs = epoch_batches(np.arange(10), 11, seed=0)
+    assert len(bs) == 1 and sorted(bs[0].tolist()) == list(range(10))
+
+
 def test_epoch_batches_huge_epoch_names_epoch():
     with pytest.raises(InvalidValue) as info:
         epoch_batches(np.arange(10), 2, seed=0, epoch=2 ** 48)
@@ -697,7 +702,7 @@ def test_epoch_batches_huge_epoch_names_epoch():
 
 
 @pytest.mark.parametrize("args,kwargs,exc,arg", [
-    ((np.arange(10), 11), {}, InvalidValue, "batch_size"),
+    ((np.arange(10), 11), {"drop_last": True}, InvalidValue, "batch_size"),
     ((np.arange(10), 0), {}, InvalidValue, "batch_size"),
     ((np.array([1, 2, 2]), 1), {}, InvalidValue, "train_ids"),
     ((np.array([], np.int64), 1), {}, InvalidValue, "train_ids"),
