@@ -457,6 +457,27 @@ def index_dtype(bound):
     return np.dtype(np.int32) if int(bound) <= 2 ** 31 - 1 else np.dtype(np.int64)
 
 
+#: The dense column map is used while ``ncols <= DENSE_MAP_FACTOR * (entries
+#: + selected columns)``: filling and scanning ncols + 1 words is then cheaper
+#: than hashing every entry's column.
+DENSE_MAP_FACTOR = 4
+
+
+def use_dense_map(n_entries, n_cols_selected, ncols):
+    """Whether a column extraction maps columns densely (see ``DENSE_MAP_FACTOR``).
+
+    The rule both backends' ``extract_cols`` follow, so they build the same
+    map.
+
+    Examples
+    --------
+    >>> from kernels.common import use_dense_map
+    >>> use_dense_map(10, 2, 40), use_dense_map(10, 2, 100)
+    (True, False)
+    """
+    return int(ncols) <= DENSE_MAP_FACTOR * (int(n_entries) + int(n_cols_selected))
+
+
 class KernelLimitError(ValueError):
     """An input beyond a documented limit of a kernel.
 

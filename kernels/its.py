@@ -698,3 +698,76 @@ def row_stats(lo, hi, values, has_values, prefix, write_prefix):
     if equal and first > 0.0:
         return positives, UNIFORM
     return positives, WEIGHTED
+
+
+# -- Rows of a fused row selection ``Q @ A``: the per-row steps both backends
+# -- call (the CUDA kernels as device functions), so they pick alike.
+
+@numba.njit(cache=True, inline="always")
+def k_of(k_scalar, k_arr, i):
+    """Picks asked of row ``i``: the scalar k, or ``k_arr[i]`` when given per row."""
+    if k_arr.size:
+        return np.int64(k_arr[i])
+    return np.int64(k_scalar)
+
+
+@numba.njit(cache=True, inline="always")
+def rid_of(row_ids, i):
+    """Row ``i``'s id for its random key: ``row_ids[i]``, or ``i`` when none are given."""
+    if row_ids.size:
+        return row_ids[i]
+    return np.int64(i)
+
+
+@numba.njit(cache=True, inline="always")
+def slots(k, positives, replace):
+    """Output slots of a row of ``positives`` drawable entries asked for ``k`` picks."""
+    if positives <= 0:
+        return np.int64(0)
+    if replace or k < positives:
+        return np.int64(k)
+    return np.int64(positives)
+
+
+@numba.njit(cache=True, inline="always")
+def gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr, a_has_values,
+                     a_positives, k_scalar, k_arr, replace):
+    """Output slots of row ``i`` of a row-selection ``Q @ A`` (0: empty or zero scale)."""
+    if q_indptr[i + 1] == q_indptr[i]:
+        return np.int64(0)
+    if q_scale.size and q_scale[q_indptr[i]] == 0.0:
+        return np.int64(0)
+    r = q_indices[q_indptr[i]]
+    if a_has_values:
+        p = a_positives[r]
+    else:
+        p = a_indptr[r + 1] - a_indptr[r]
+    return slots(k_of(k_scalar, k_arr, i), p, replace)
+
+
+@numba.njit(cache=True, inline="always")
+def gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values, a_positives,
+                  a_modes):
+    """(lo, hi, positives, mode) of the row of A that row ``i`` of ``Q @ A`` samples."""
+    r = q_indices[q_indptr[i]]
+    if a_has_values:
+        p = a_positives[r]
+        m = a_modes[r]
+    else:
+        p = a_indptr[r + 1] - a_indptr[r]
+        m = UNIFORM
+    return a_indptr[r], a_indptr[r + 1], p, m
+
+
+@numba.njit(cache=True, inline="always")
+def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
+                      a_has_values, a_prefix, a_positives, a_modes, key, replace):
+    """Write the ``cnt`` picks of row ``i`` of a row-selection ``Q @ A`` to ``out[o:]``.
+
+    The CUDA twin's per-row step; the CPU kernel makes the same picks with
+    ``sample_one_row_cpu``.
+    """
+    lo, hi, p, m = gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values,
+                                 a_positives, a_modes)
+    sample_one_row(out, o, cnt, lo, hi, a_values, a_has_values, a_prefix, m, p,
+                   key, replace)

@@ -297,14 +297,15 @@ def _assert_same(a, b, what):
 
 @pytest.mark.parametrize("ncols", [300, 2 ** 20])
 def test_extract_cols_dense_and_hashed_maps_agree(monkeypatch, ncols):
+    from kernels import common
     from kernels.cpu import extract as K
     rng = np.random.default_rng(ncols)
     ptr, idx, ids = _rand_csr(rng, 50, ncols, 12, 200)
     val = rng.random(idx.size)
     cols = np.concatenate([rng.choice(ids, 60), rng.integers(0, ncols, 10)])
-    monkeypatch.setattr(K, "DENSE_MAP_FACTOR", 2 ** 40)
+    monkeypatch.setattr(common, "DENSE_MAP_FACTOR", 2 ** 40)
     dense = K.extract_cols(ptr, idx, val, True, cols, ncols)
-    monkeypatch.setattr(K, "DENSE_MAP_FACTOR", 0)
+    monkeypatch.setattr(common, "DENSE_MAP_FACTOR", 0)
     hashed = K.extract_cols(ptr, idx, val, True, cols, ncols)
     _assert_same(dense, hashed, "extract_cols")
 

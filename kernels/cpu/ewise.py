@@ -5,67 +5,11 @@ the output dtype.  ``op`` is a ``kernels.semiring_ops`` additive code for the
 union and multiplicative code for the intersection.
 """
 
-import numba
 import numpy as np
 from numba import prange
 
+from kernels.merge import merge_count, merge_fill
 from kernels.parallel import parallel_kernel
-from kernels.semiring_ops import add_op, mul_op
-
-
-@numba.njit(cache=True, inline="always")
-def _merge_count(a_idx, alo, ahi, b_idx, blo, bhi, union):
-    p = alo
-    q = blo
-    c = 0
-    while p < ahi and q < bhi:
-        if a_idx[p] == b_idx[q]:
-            c += 1
-            p += 1
-            q += 1
-        elif a_idx[p] < b_idx[q]:
-            if union:
-                c += 1
-            p += 1
-        else:
-            if union:
-                c += 1
-            q += 1
-    if union:
-        c += (ahi - p) + (bhi - q)
-    return c
-
-
-@numba.njit(cache=True, inline="always")
-def _merge_fill(a_idx, p, ahi, a_val, a_hv, b_idx, q, bhi, b_val, b_hv, union, op,
-                onev, out_idx, out_val, f):
-    """Merge one row pair into ``out[f:]`` (the CUDA twin calls it too)."""
-    while p < ahi or q < bhi:
-        take_a = q >= bhi or (p < ahi and a_idx[p] < b_idx[q])
-        take_b = p >= ahi or (q < bhi and b_idx[q] < a_idx[p])
-        if take_a:
-            if union:
-                out_idx[f] = a_idx[p]
-                out_val[f] = a_val[p] if a_hv else onev
-                f += 1
-            p += 1
-        elif take_b:
-            if union:
-                out_idx[f] = b_idx[q]
-                out_val[f] = b_val[q] if b_hv else onev
-                f += 1
-            q += 1
-        else:
-            av = a_val[p] if a_hv else onev
-            bv = b_val[q] if b_hv else onev
-            out_idx[f] = a_idx[p]
-            if union:
-                out_val[f] = add_op(op, av, bv)
-            else:
-                out_val[f] = mul_op(op, av, bv, onev)
-            f += 1
-            p += 1
-            q += 1
 
 
 def _ewise_work(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, *rest):
@@ -78,7 +22,7 @@ def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
     n = a_ptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
     for i in prange(n):
-        out_ptr[i + 1] = _merge_count(a_idx, a_ptr[i], a_ptr[i + 1], b_idx,
+        out_ptr[i + 1] = merge_count(a_idx, a_ptr[i], a_ptr[i + 1], b_idx,
                                       b_ptr[i], b_ptr[i + 1], union)
     for i in range(n):
         out_ptr[i + 1] += out_ptr[i]
@@ -87,7 +31,7 @@ def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
     out_val = np.empty(nnz, one.dtype)
     onev = one[0]
     for i in prange(n):
-        _merge_fill(a_idx, a_ptr[i], a_ptr[i + 1], a_val, a_hv, b_idx, b_ptr[i],
+        merge_fill(a_idx, a_ptr[i], a_ptr[i + 1], a_val, a_hv, b_idx, b_ptr[i],
                     b_ptr[i + 1], b_val, b_hv, union, op, onev, out_idx, out_val,
                     out_ptr[i])
     return out_ptr, out_idx, out_val

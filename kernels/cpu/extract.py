@@ -17,13 +17,9 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import EMPTY_KEY, get_bit, probe, sort_pairs, table_bits
+from kernels.common import EMPTY_KEY, get_bit, probe, sort_pairs, table_bits, use_dense_map
 from kernels.parallel import parallel_kernel
 
-#: The dense column map is used while ``ncols <= DENSE_MAP_FACTOR * (entries
-#: + selected columns)``: filling and scanning ncols + 1 words is then cheaper
-#: than hashing every entry's column.
-DENSE_MAP_FACTOR = 4
 
 
 def _gather_work(ptr, idx, val, hv, rows):
@@ -124,11 +120,6 @@ def _run(j, hashed, map_ptr, table, bits, sel):
     if table[2 * s] == EMPTY_KEY:
         return np.int64(-1)
     return table[2 * s + 1]
-
-
-def use_dense_map(n_entries, n_cols_selected, ncols):
-    """Whether the dense column map is the cheaper one (see ``DENSE_MAP_FACTOR``)."""
-    return int(ncols) <= DENSE_MAP_FACTOR * (int(n_entries) + int(n_cols_selected))
 
 
 def _cols_work(ptr, idx, *rest):

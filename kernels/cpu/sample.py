@@ -18,34 +18,11 @@ from numba import prange
 
 from kernels.common import row_key, search_prefix, uniform01
 from kernels.its import (GUIDE_EXACT, SET_MIN, UNIFORM, accept_batch, fill_row_guide,
-                         finish_guided, finish_rejected, guide_bucket, guide_pays,
-                         guide_scale, has_guide_length, rejection_budget, row_stats,
-                         sample_one_row, sample_one_row_cpu, search_ahead,
-                         search_first_draws)
+                         finish_guided, finish_rejected, gather_row_slots, guide_bucket,
+                         guide_pays, guide_scale, has_guide_length, k_of,
+                         rejection_budget, rid_of, row_stats, sample_one_row_cpu,
+                         search_ahead, search_first_draws, slots)
 from kernels.parallel import over_rows, parallel_kernel
-
-
-@numba.njit(cache=True, inline="always")
-def _k_of(k_scalar, k_arr, i):
-    if k_arr.size:
-        return np.int64(k_arr[i])
-    return np.int64(k_scalar)
-
-
-@numba.njit(cache=True, inline="always")
-def _rid_of(row_ids, i):
-    if row_ids.size:
-        return row_ids[i]
-    return np.int64(i)
-
-
-@numba.njit(cache=True, inline="always")
-def _slots(k, positives, replace):
-    if positives <= 0:
-        return np.int64(0)
-    if replace or k < positives:
-        return np.int64(k)
-    return np.int64(positives)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -76,7 +53,7 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
                          prefix, has_values)
         positives[i] = p
         modes[i] = m
-        out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
+        out_ptr[i + 1] = slots(k_of(k_scalar, k_arr, i), p, replace)
     _exclusive_scan_into(out_ptr)
     out = np.empty(out_ptr[n], np.int64)
     # Guides only for the rows whose draws pay for them (``guide_pays``):
@@ -86,7 +63,7 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     for i in prange(n):
         cnt = out_ptr[i + 1] - out_ptr[i]
         if cnt:
-            key = row_key(seed, stream, _rid_of(row_ids, i))
+            key = row_key(seed, stream, rid_of(row_ids, i))
             lo = indptr[i]
             hi = indptr[i + 1]
             g = none
@@ -134,52 +111,6 @@ def row_guide(indptr, prefix, positives, modes):
         if modes[i] != UNIFORM and positives[i] > 0 and has_guide_length(hi - lo):
             fill_row_guide(prefix, lo, hi, guide)
     return guide
-
-
-# The per-row steps of the fused sampler, shared with the CUDA twin (which
-# calls them as device functions), so both backends pick alike by construction.
-@numba.njit(cache=True, inline="always")
-def gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr, a_has_values,
-                     a_positives, k_scalar, k_arr, replace):
-    """Output slots of row ``i`` of a row-selection ``Q @ A`` (0: empty or zero scale)."""
-    if q_indptr[i + 1] == q_indptr[i]:
-        return np.int64(0)
-    if q_scale.size and q_scale[q_indptr[i]] == 0.0:
-        return np.int64(0)
-    r = q_indices[q_indptr[i]]
-    if a_has_values:
-        p = a_positives[r]
-    else:
-        p = a_indptr[r + 1] - a_indptr[r]
-    return _slots(_k_of(k_scalar, k_arr, i), p, replace)
-
-
-@numba.njit(cache=True, inline="always")
-def gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values, a_positives,
-                  a_modes):
-    """(lo, hi, positives, mode) of the row of A that row ``i`` of ``Q @ A`` samples."""
-    r = q_indices[q_indptr[i]]
-    if a_has_values:
-        p = a_positives[r]
-        m = a_modes[r]
-    else:
-        p = a_indptr[r + 1] - a_indptr[r]
-        m = UNIFORM
-    return a_indptr[r], a_indptr[r + 1], p, m
-
-
-@numba.njit(cache=True, inline="always")
-def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
-                      a_has_values, a_prefix, a_positives, a_modes, key, replace):
-    """Write the ``cnt`` picks of row ``i`` of a row-selection ``Q @ A`` to ``out[o:]``.
-
-    The CUDA twin's per-row step; the CPU kernel makes the same picks with
-    ``sample_one_row_cpu``.
-    """
-    lo, hi, p, m = gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values,
-                                 a_positives, a_modes)
-    sample_one_row(out, o, cnt, lo, hi, a_values, a_has_values, a_prefix, m, p,
-                   key, replace)
 
 
 #: Rows per block of ``sample_gather``: a block's weighted searches run in
@@ -247,7 +178,7 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
                 batch[i - r0] = cnt
                 more = True
             else:
-                key = row_key(seed, stream, _rid_of(row_ids, i))
+                key = row_key(seed, stream, rid_of(row_ids, i))
                 search_first_draws(out, o, cnt, row_lo[i], row_hi[i], prefix, guide, key)
     # Blocks without a guided row (short rows, uniform rows, no guide) skip
     # the passes below and their scratch.
@@ -266,7 +197,7 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
                 d = row_hi[i] - row_lo[i]
                 total = row_t[i]
                 scale = guide_scale(d, total)
-                key = row_key(seed, stream, _rid_of(row_ids, i))
+                key = row_key(seed, stream, rid_of(row_ids, i))
                 for t in range(b):
                     out[o + t] = row_lo[i] + guide_bucket(uniform01(key, n + t) * total,
                                                           scale, d)
@@ -292,7 +223,7 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
             lo = row_lo[i]
             hi = row_hi[i]
             total = row_t[i]
-            key = row_key(seed, stream, _rid_of(row_ids, i))
+            key = row_key(seed, stream, rid_of(row_ids, i))
             for t in range(b):
                 x = uniform01(key, n + t) * total
                 s = o + f + t
@@ -377,7 +308,7 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
         for i in range(r0, r1):
             cnt = out_ptr[i + 1] - out_ptr[i]
             if cnt:
-                key = row_key(seed, stream, _rid_of(row_ids, i))
+                key = row_key(seed, stream, rid_of(row_ids, i))
                 lo = row_lo[i]
                 hi = row_hi[i]
                 if filled.size and filled[i - r0] >= 0:

@@ -1,8 +1,8 @@
 """Element-wise union (``ewise_add``) and intersection (``ewise_mult``), CUDA.
 
 Twin of ``kernels.cpu.ewise``: one thread per row merges the two sorted rows,
-in two passes (count and fill with the CPU kernel's own ``_merge_count`` and
-``_merge_fill``).
+in two passes (count and fill with the row merges both backends share,
+``kernels.merge``).
 
 ``map_values`` and ``select_mask`` take a user function (a numba
 dispatcher); a kernel calling it as a device function is built once per
@@ -16,12 +16,12 @@ from collections import OrderedDict
 import numpy as np
 from numba import cuda
 
-from kernels.cpu.ewise import _merge_count as _cpu_merge_count
-from kernels.cpu.ewise import _merge_fill as _cpu_merge_fill
+from kernels.merge import merge_count as _merge_count_rows
+from kernels.merge import merge_fill as _merge_fill_rows
 from kernels.cuda._util import device, host_int, launch, scan, to_host, _xp
 
-_merge_count = device(_cpu_merge_count)
-_merge_fill = device(_cpu_merge_fill)
+_merge_count = device(_merge_count_rows)
+_merge_fill = device(_merge_fill_rows)
 
 
 @cuda.jit(cache=True)

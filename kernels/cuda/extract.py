@@ -7,7 +7,7 @@ one thread, then sorts the expansion by (row, output column) with a stable
 sort; output columns are distinct within a row, so the order is the CPU one.
 
 The map is dense (indexed by input column) under the CPU kernel's rule
-(``kernels.cpu.extract.use_dense_map``); otherwise it holds the distinct
+(``kernels.common.use_dense_map``); otherwise it holds the distinct
 selected columns sorted, and a thread finds an entry's column by binary
 search (``kernels.common.lower_bound``) instead of the CPU's hash table:
 same runs, same positions, no array of the input's column count.
@@ -17,7 +17,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.common import lower_bound as _lower_bound
-from kernels.cpu.extract import use_dense_map
+from kernels.common import use_dense_map
 from kernels.cuda._util import argsort_stable, device, host_int, launch, scan, stable_order, _xp
 
 lower_bound = device(_lower_bound)

@@ -48,7 +48,6 @@ from kernels.common import lower_bound as _lower_bound
 from kernels.common import row_key as _row_key
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
-from kernels.cpu import sample as _cpu
 from kernels.cuda._util import SIM, _xp, device, full, launch, scan, to_host
 
 sample_one_row = device(_its.sample_one_row)
@@ -57,7 +56,7 @@ lower_bound = device(_lower_bound)
 hash_slot = device(_hash_slot)
 sort_pairs = device(_sort_pairs)
 sort_range = device(_sort_range)
-_slots = device(_cpu._slots)
+_slots = device(_its.slots)
 
 UNIFORM = _its.UNIFORM
 #: A free slot of the hash table's keys.

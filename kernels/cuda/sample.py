@@ -2,8 +2,8 @@
 
 Twin of ``kernels.cpu.sample``, one thread per row.  The kernels call the
 very ``@numba.njit`` helpers the CPU kernels call (``kernels.its.row_stats``
-and ``sample_one_row``, ``kernels.common.row_key``, and the CPU module's
-``_k_of``/``_rid_of``/``_slots``), which numba-cuda compiles as device
+and ``sample_one_row``, ``kernels.common.row_key``, and the rows of a fused
+selection, ``kernels.its.gather_row_*``), which numba-cuda compiles as device
 functions, so a row's picks are bit-identical to the CPU ones.  Row pointers
 are scanned with the array module between the launches.
 
@@ -18,17 +18,16 @@ from numba import cuda
 
 from kernels import its as _its
 from kernels.common import row_key as _row_key
-from kernels.cpu import sample as _cpu
 from kernels.cuda._util import device, host_int, launch, scan, _xp
 
 row_stats = device(_its.row_stats)
 sample_one_row = device(_its.sample_one_row)
 row_key = device(_row_key)
-_k_of = device(_cpu._k_of)
-_rid_of = device(_cpu._rid_of)
-_slots = device(_cpu._slots)
-gather_row_slots = device(_cpu.gather_row_slots)
-gather_row_sample = device(_cpu.gather_row_sample)
+_k_of = device(_its.k_of)
+_rid_of = device(_its.rid_of)
+_slots = device(_its.slots)
+gather_row_slots = device(_its.gather_row_slots)
+gather_row_sample = device(_its.gather_row_sample)
 
 
 @cuda.jit(cache=True)

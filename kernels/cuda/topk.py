@@ -1,8 +1,8 @@
 """Per-row top-k selection, CUDA.
 
 Twin of ``kernels.cpu.topk``, one thread per row: the kernels call the very
-``@numba.njit`` row functions of the CPU module (``row_slots``,
-``select_row``), which numba-cuda compiles as device functions, so both
+``@numba.njit`` row functions the CPU kernel calls (``kernels.topk_rows``),
+which numba-cuda compiles as device functions, so both
 backends keep the same entries by construction (the kept set is unique
 anyway: ties are broken by position).  The row pointer is scanned with the
 array module between the two launches.
@@ -11,11 +11,11 @@ array module between the two launches.
 import numpy as np
 from numba import cuda
 
-from kernels.cpu import topk as _cpu
+from kernels import topk_rows as _rows
 from kernels.cuda._util import device, host_int, launch, scan, _xp
 
-row_slots = device(_cpu.row_slots)
-select_row = device(_cpu.select_row)
+row_slots = device(_rows.row_slots)
+select_row = device(_rows.select_row)
 
 
 @cuda.jit(cache=True)
