@@ -23,7 +23,7 @@ from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, Inva
 from spla.matrix import Matrix
 from spla.mxm import mxm
 from spla import semiring
-from spla.sample import K_ALL, _prefix_cache, sample_rows
+from spla.sample import K_ALL, draw_arrays, sample_rows
 from spla.structure import compact_columns_blockwise, split_blocks
 
 #: A per-hop pick count meaning "every entry of the row" (PyG's -1).
@@ -233,15 +233,7 @@ def _check_seeds(func, seeds, ptr, n):
 
 def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
     """The GPU's fused hops, their outputs cut into blocks (views)."""
-    xp = M.xp
-    if weighted:
-        prefix, _guide, positives, modes = _prefix_cache(M)
-        a_vals = M.values
-    else:
-        prefix = xp.empty(0, np.float64)
-        positives = xp.empty(0, np.int64)
-        modes = xp.empty(0, np.uint8)
-        a_vals = xp.empty(0, np.float64)
+    a_vals, prefix, _guide, positives, modes = draw_arrays(M, weighted)
     if replace:
         value_mode, value_dtype = 2, np.dtype(np.float32)
     elif weighted:

@@ -67,6 +67,22 @@ def _prefix_cache(A):
     return cached
 
 
+def draw_arrays(A, weighted):
+    """What a fused sampler reads of A: ``(values, prefix, guide, positives, modes)``.
+
+    For weighted draws, A's values and its cached per-row prefix sums,
+    guides, positive counts and modes (``_prefix_cache``); for uniform
+    draws, empty arrays (the kernels then read only A's row pointer and
+    indices).
+    """
+    if weighted:
+        prefix, guide, positives, modes = _prefix_cache(A)
+        return A.values, prefix, guide, positives, modes
+    xp = A.xp
+    return (xp.empty(0, np.float64), xp.empty(0, np.float64), xp.empty(0, np.uint32),
+            xp.empty(0, np.int64), xp.empty(0, np.uint8))
+
+
 def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
                 return_counts=False):
     """Draw ``k`` entries from each row of ``P`` with probability ∝ value.
@@ -233,15 +249,7 @@ def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
         if expr.semiring.mul_code == ops.MUL_TIMES:
             q_scale = Q.values.astype(np.float64)
     weighted = A.values is not None and expr.semiring.mul_code == ops.MUL_TIMES
-    if weighted:
-        prefix, guide, positives, modes = _prefix_cache(A)
-        a_vals = A.values
-    else:
-        prefix = xp.zeros(0, np.float64)
-        guide = xp.zeros(0, np.uint32)
-        positives = xp.zeros(0, np.int64)
-        modes = xp.zeros(0, np.uint8)
-        a_vals = xp.zeros(0, np.float64)
+    a_vals, prefix, guide, positives, modes = draw_arrays(A, weighted)
     ptr, pos = K.sample.sample_gather(Q.indptr, Q.indices, q_scale, A.indptr, a_vals,
                                       weighted, prefix, guide, positives, modes, k_scalar,
                                       k_arr, rid, seed, stream, replace)
