@@ -37,6 +37,7 @@ status 2 and says what is missing.
 import argparse
 import cProfile
 import collections
+import contextlib
 import importlib
 import io
 import os
@@ -136,7 +137,6 @@ def check_equal(cupy, out):
     rng = np.random.default_rng(0)
     A = sampling.datasets.load("cora").A
     Ag = A.to("cuda")
-    seeds = [rng.choice(A.nrows, 64, replace=False) for _ in range(4)]
     W = A.with_values(rng.random(A.nnz).astype(np.float32) * (rng.random(A.nnz) < 0.8))
     Wg = W.to("cuda")
     makers = {"GraphSAGE": lambda G, W: sampling.GraphSAGE(G, fanouts=[5, 5]),
@@ -220,7 +220,7 @@ def graphsage(cupy, args, out, G, label="", cpu_graph=None):
         for path in ("fused", "unfused"):
             if path == "unfused" and not args.unfused:
                 continue
-            ctx = unfused() if path == "unfused" else _Nothing()
+            ctx = unfused() if path == "unfused" else contextlib.nullcontext()
             with ctx:
                 mbs = s.sample(batches, seed=1, epoch=0)
                 sync()
@@ -252,14 +252,6 @@ def graphsage(cupy, args, out, G, label="", cpu_graph=None):
                f"{int(edges):,} | {edges / one / 1e6:,.0f} M | | |")
     out.append("")
     return rows
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def uva(cupy, args, out):

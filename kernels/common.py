@@ -237,20 +237,11 @@ def sort_pairs_inplace(keys, vals, lo, hi):
 def sort_pairs(keys, vals, lo, hi):
     """Sort ``keys[lo:hi]`` ascending, permuting ``vals`` alongside (keys distinct).
 
-    Insertion for short ranges (no allocation), ``np.argsort`` beyond 32
-    entries so a long range never costs quadratic time.
+    ``sort_pairs_inplace`` for short ranges (no allocation), ``np.argsort``
+    beyond 32 entries (CPU only).
     """
     if hi - lo <= 32:
-        for i in range(lo + 1, hi):
-            c = keys[i]
-            p = vals[i]
-            j = i - 1
-            while j >= lo and keys[j] > c:
-                keys[j + 1] = keys[j]
-                vals[j + 1] = vals[j]
-                j -= 1
-            keys[j + 1] = c
-            vals[j + 1] = p
+        sort_pairs_inplace(keys, vals, lo, hi)
     else:
         order = np.argsort(keys[lo:hi])
         keys[lo:hi] = keys[lo:hi][order]

@@ -746,10 +746,8 @@ def gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr, a_has_values,
 
 
 @numba.njit(cache=True, inline="always")
-def gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values, a_positives,
-                  a_modes):
-    """(lo, hi, positives, mode) of the row of A that row ``i`` of ``Q @ A`` samples."""
-    r = q_indices[q_indptr[i]]
+def row_draw_params(r, a_indptr, a_has_values, a_positives, a_modes):
+    """(lo, hi, positives, mode) of row ``r`` of A as the fused samplers draw from it."""
     if a_has_values:
         p = a_positives[r]
         m = a_modes[r]
@@ -757,6 +755,14 @@ def gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values, a_positives,
         p = a_indptr[r + 1] - a_indptr[r]
         m = UNIFORM
     return a_indptr[r], a_indptr[r + 1], p, m
+
+
+@numba.njit(cache=True, inline="always")
+def gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values, a_positives,
+                  a_modes):
+    """(lo, hi, positives, mode) of the row of A that row ``i`` of ``Q @ A`` samples."""
+    return row_draw_params(q_indices[q_indptr[i]], a_indptr, a_has_values, a_positives,
+                           a_modes)
 
 
 @numba.njit(cache=True, inline="always")

@@ -25,7 +25,7 @@ import numpy as np
 
 from spla import backend, is_symmetric_pattern
 from spla import comm as C
-from spla.checks import as_int, as_u64, describe, fail
+from spla.checks import as_int, as_u64, describe, fail, grouped_ids_stats
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
                              InvalidValue)
 from spla.matrix import Matrix
@@ -245,21 +245,14 @@ def stack_batches(func, batches, n, xp, batch_ids=None):
     ptr = np.zeros(len(arrays) + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
     group = np.repeat(np.arange(len(arrays)), sizes)
-    # Range and repeats in one device read (ids are clipped, so an
-    # out-of-range one can neither fake nor hide a repeat); the offender is
-    # looked for only once something is wrong.
-    sk = xp.sort(xp.asarray(group) * (n + 2) + xp.clip(nodes, -1, n))
-    dups = (sk[1:] == sk[:-1]).sum() if sk.size > 1 else xp.zeros((), np.int64)
-    lo, hi, dups = (int(v) for v in backend.to_host(xp.stack([nodes.min(), nodes.max(),
-                                                               dups])))
+    lo, hi, repeat = grouped_ids_stats(nodes, group, n)  # one device read
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         g = _group_of(arrays, bad)
         fail(IndexOutOfRange, func, f"batches[{g}]", f"vertex ids in [0, {n})", bad)
-    if dups:
-        dup = int(sk[:-1][sk[1:] == sk[:-1]][0])
-        fail(InvalidValue, func, f"batches[{dup // (n + 2)}]", "distinct seed vertices",
-             f"vertex {dup % (n + 2)} twice")
+    if repeat is not None:
+        fail(InvalidValue, func, f"batches[{repeat[0]}]", "distinct seed vertices",
+             f"vertex {repeat[1]} twice")
     if batch_ids is None:
         ids = tuple(range(len(arrays)))
     else:

@@ -175,6 +175,38 @@ def as_index_array(func, arg, x, bound=None, *, allow_empty=True):
     return a
 
 
+def grouped_ids_stats(ids, group, n):
+    """``(smallest, largest, first repeat)`` of ids in groups, in one device read.
+
+    ``ids`` (numpy or cupy, non-empty) and ``group`` (the group of each id,
+    host or device) are what samplers are given as minibatches; ``first
+    repeat`` is None, or ``(group, id)`` of a repeat within a group (looked
+    for only when there is one).  Ids are clipped to ``[-1, n]`` before the
+    repeats are counted, so an out-of-range id can neither fake nor hide
+    one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.checks import grouped_ids_stats
+    >>> grouped_ids_stats(np.array([3, 1, 3]), np.array([0, 0, 1]), 5)
+    (1, 3, None)
+    >>> grouped_ids_stats(np.array([3, 1, 3]), np.array([0, 0, 0]), 5)
+    (1, 3, (0, 3))
+    """
+    from spla import backend
+    xp = backend.xp_of_array(ids)
+    width = n + 2
+    key = xp.sort(xp.asarray(group) * width + xp.clip(ids, -1, n))
+    same = key[1:] == key[:-1]
+    dups = same.sum() if key.size > 1 else xp.zeros((), np.int64)
+    lo, hi, dups = (int(v) for v in backend.to_host(xp.stack([ids.min(), ids.max(), dups])))
+    if not dups:
+        return lo, hi, None
+    k = int(key[:-1][same][0])
+    return lo, hi, (k // width, k % width)
+
+
 def value_dtype(func, arg, dtype):
     """The supported value dtype equal to ``dtype``, or DTypeError."""
     dtype = np.dtype(dtype)
@@ -214,4 +246,4 @@ def check_weights(func, arg, values):
 
 
 __all__ = ["fail", "describe", "as_int", "as_u64", "index_dtype", "as_shape",
-           "as_index_array", "value_dtype", "check_weights"]
+           "as_index_array", "value_dtype", "check_weights", "grouped_ids_stats"]

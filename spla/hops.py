@@ -18,7 +18,7 @@ composition above, operator by operator.  Both give the same blocks.
 import numpy as np
 
 from spla import backend
-from spla.checks import as_int, as_u64, describe, fail, index_dtype
+from spla.checks import as_int, as_u64, describe, fail, grouped_ids_stats, index_dtype
 from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue
 from spla.matrix import Matrix
 from spla.mxm import mxm
@@ -215,20 +215,15 @@ def _as_group_ids(func, group_ids, G, n):
 
 def _check_seeds(func, seeds, ptr, n):
     """Seeds in range and distinct within their group (one read on a GPU)."""
-    xp = backend.xp_of_array(seeds)
     if not seeds.size:
         return
-    group = xp.asarray(np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr)))
-    key = xp.sort(group * (n + 1) + xp.clip(seeds, -1, n))
-    stats = backend.to_host(xp.stack([seeds.min(), seeds.max(),
-                                      (key[1:] == key[:-1]).sum() if key.size > 1
-                                      else xp.zeros((), np.int64)]))
-    lo, hi, dups = (int(x) for x in stats)
+    group = np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
+    lo, hi, repeat = grouped_ids_stats(seeds, group, n)
     if lo < 0 or hi >= n:
         fail(IndexOutOfRange, func, "seeds", f"vertices in [0, {n})", lo if lo < 0 else hi)
-    if dups:
+    if repeat is not None:
         fail(InvalidValue, func, "seeds", "distinct seeds within each group",
-             f"{dups} repeated")
+             f"vertex {repeat[1]} twice in group {repeat[0]}")
 
 
 def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):

@@ -57,8 +57,8 @@ hash_slot = device(_hash_slot)
 sort_pairs = device(_sort_pairs)
 sort_range = device(_sort_range)
 _slots = device(_its.slots)
+row_draw_params = device(_its.row_draw_params)
 
-UNIFORM = _its.UNIFORM
 #: A free slot of the hash table's keys.
 EMPTY = np.int64(-1)
 #: Sequence positions take the low 48 bits of a table entry, the hop's stamp
@@ -126,14 +126,7 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
     for i in range(start, F, stride):
         g = _group(gp, i)
         v = fr[i]
-        lo = a_indptr[v]
-        hi = a_indptr[v + 1]
-        if hv:
-            p = a_positives[v]
-            m = a_modes[v]
-        else:
-            p = hi - lo
-            m = UNIFORM
+        lo, hi, p, m = row_draw_params(v, a_indptr, hv, a_positives, a_modes)
         cnt = _slots(k, p, rep)
         o = i * W
         if cnt:
