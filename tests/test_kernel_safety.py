@@ -629,8 +629,13 @@ def test_a_single_row_runs_serially_however_large():
         want = 0 if rows == 1 else big
         assert sample.sample_csr.work(ptr, np.zeros(big), True, 5, None) == want
         q_ptr = np.arange(rows + 1, dtype=np.int64)
-        assert sample.sample_gather.work(q_ptr, None, None, None, None, None, None, None,
+        a_ptr = np.array([0, big], np.int64)  # A's rows hold the big picks
+        assert sample.sample_gather.work(q_ptr, None, None, a_ptr, None, None, None, None,
                                          None, None, big) == (0 if rows == 1 else 2 * big)
+        # A fanout of -1 ("every entry") counts as A's mean degree, not 2**62 picks
+        tiny = np.array([0, 3], np.int64)
+        assert sample.sample_gather.work(q_ptr, None, None, tiny, None, None, None, None,
+                                         None, None, 2 ** 62) < SERIAL_WORK
         assert sample.dedup_sorted_rows.work(ptr, idx) == want
         assert (spgemm._numeric.work(ptr, idx, None, None, ptr) > 0) == (rows == 2)
         assert (spgemm._symbolic.work(ptr, idx, ptr) > 0) == (rows == 2)

@@ -28,7 +28,8 @@ def reference_hops(A, seeds, ptr, ks, seed, streams, ids, replace, weighted):
     out = []
     for h, k in enumerate(ks):
         group = np.repeat(np.asarray(ids, np.int64), np.diff(fptr))
-        Q = spla.generators.selection_matrix(frontier, n)
+        Q = spla.Matrix.from_csr(np.arange(frontier.size + 1), frontier, None,
+                                 (frontier.size, n))
         P = Q @ A if weighted else spla.mxm(Q, A.structure(), semiring.any_pair)
         every = k == -1
         S = spla.sample_rows(P, 2 ** 62 if every else k, seed=seed, stream=streams[h],

@@ -35,7 +35,8 @@ def _exclusive_scan_into(counts):
 def _sample_csr_work(indptr, values, has_values, k_scalar, k_arr, *rest):
     # Every entry is scanned (weights) or the picks dominate (structural).
     rows = int(indptr.size) - 1
-    return over_rows(rows, int(indptr[-1]) if has_values else rows * max(1, int(k_scalar)))
+    return over_rows(rows, int(indptr[-1]) if has_values
+                     else min(int(indptr[-1]), rows * max(1, int(k_scalar))))
 
 
 @parallel_kernel(_sample_csr_work)
@@ -250,8 +251,12 @@ def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_
                         a_prefix, a_guide, a_positives, a_modes, k_scalar, *rest):
     # Picks: rows times k.  A per-row k array's mean would need a pass over
     # it, so the scalar k (at least 1) stands for it: an estimate suffices.
+    # A row yields at most its entries, so a k past A's mean degree (every
+    # entry: fanout -1) counts as that mean: a few rows taking all their
+    # entries are little work, not 2**62 picks.
     rows = int(q_indptr.size) - 1
-    return over_rows(rows, rows * max(1, int(k_scalar)))
+    mean_degree = int(a_indptr[-1]) // max(1, int(a_indptr.size) - 1) + 1
+    return over_rows(rows, rows * max(1, min(int(k_scalar), mean_degree)))
 
 
 @parallel_kernel(_sample_gather_work)
