@@ -13,7 +13,7 @@ plot from it (no MPI)::
 
 What a run does: for each partition (``--partitions``, default block and
 metis) and each q (``--q``, default 1, 0.5, 0.1, 0.01, 0), a
-``sampling.bns.BNSTrainer`` (GCN, ``--layers`` x ``--hidden``, dropout 0.5)
+``sampling.train.bns.BNSTrainer`` (GCN, ``--layers`` x ``--hidden``, dropout 0.5)
 trains one warm-up epoch, then ``--epochs`` epochs without validation.  Per
 epoch it records, over the ranks: the boundary bytes sent (features
 forward, gradients backward; the measured counters of the exchange), the
@@ -42,7 +42,7 @@ from machine import run_or_report  # noqa: E402  (benchmarks/ is the script's ow
 
 def run(args):
     from mpi4py import MPI
-    from sampling.bns import BNSTrainer
+    from sampling.train.bns import BNSTrainer
     from sampling.datasets import load
     comm = MPI.COMM_WORLD
     ds = load(args.dataset)

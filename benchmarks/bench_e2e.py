@@ -14,7 +14,7 @@ process run:
 * **ours**: ``sampling.NodeLoader(GraphSAGE(A, fanouts), train_idx,
   batch_size, features=x, labels=y, bulk=K)``, iterated once per epoch
   (each iteration shuffles and samples a bulk of minibatches at once and
-  gathers the bulk's features), and ``sampling.models.GraphSAGE`` trains on
+  gathers the bulk's features), and ``sampling.models.SAGE`` trains on
   the blocks (``model(mb.x, mb)``).  Time split into waiting for the loader
   / fwd+bwd+step.
 * **ours, models @ REF** (``--baseline REF``, an ablation): the same loop
@@ -149,7 +149,7 @@ import torch  # noqa: E402
 import spla  # noqa: E402
 import sampling  # noqa: E402
 from sampling.datasets import load  # noqa: E402
-from sampling.models import GraphSAGE as OurSAGE  # noqa: E402
+from sampling.models import SAGE as OurSAGE  # noqa: E402
 
 
 def pyg_or_none():
@@ -310,7 +310,7 @@ def run_main_job(ds, cfg, args, log):
 
 
 def pyg_model(in_dim, hidden, out_dim, num_layers, dropout):
-    """SAGEConv layers (mean, root weight) arranged as sampling.models.GraphSAGE.
+    """SAGEConv layers (mean, root weight) arranged as sampling.models.SAGE.
 
     Dropout on every layer's input, ReLU between layers, no normalisation:
     ``torch_geometric.nn.GraphSAGE`` instead drops out after the activation
@@ -488,7 +488,7 @@ def render(args, info, vers, results, pyg_note, wall, load0, load1, command):
     L.append("- Model (both sides): GraphSAGE, mean aggregation with root weight, one layer "
              "per fanout, ReLU between layers, dropout on every layer's input, Adam, "
              "cross-entropy averaged over the minibatch's seeds; ours "
-             "`sampling.models.GraphSAGE`, PyG `SAGEConv(aggr='mean', root_weight=True)` layers "
+             "`sampling.models.SAGE`, PyG `SAGEConv(aggr='mean', root_weight=True)` layers "
              "in the same arrangement, run on the whole sampled subgraph (the usual "
              "NeighborLoader recipe; torch-sparse gives no per-hop counts for `trim_to_layer`)")
     L.append(f"- Timing: 1 untimed warm-up epoch (numba compilation, worker start), then the "

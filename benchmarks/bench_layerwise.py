@@ -27,7 +27,7 @@ pool, as threads: the kernels release the GIL).  Times are per minibatch: the
 median over ``--repeats`` runs of the whole set after one warm-up.
 Layer sizes 512, 512 (two layers).  The draws differ (ours are
 counter-based and keyed), so only the time is compared; the laws are
-checked in ``tests/test_sampler_distribution.py``.
+checked in ``tests/sampling/test_sampler_distribution.py``.
 """
 
 import argparse

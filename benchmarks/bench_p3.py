@@ -11,7 +11,7 @@ plot from it (no MPI)::
 ``--scale 12 --widths 64,1024 --epochs 1 --train 1024`` is a smoke test (seconds).
 
 What a run does: for each feature width f (``--widths``, default 64, 256,
-1024, 4096) it builds ``rmat:SCALE`` (``sampling.synthetic.rmat_dataset``)
+1024, 4096) it builds ``rmat:SCALE`` (``sampling.datasets.synthetic.rmat_dataset``)
 with f-wide features made dense (row-normalised bag of words), keeps the
 first ``--train`` training and ``--val`` validation vertices (so an epoch
 is a few steps whatever the scale), and trains the same model twice with
@@ -28,7 +28,7 @@ minibatches, which is what the byte model assumes).  One warm-up epoch,
 then ``--epochs`` measured ones.  The bytes of an epoch's training steps
 are the epoch's counters less those of the validation pass (measured
 alone: it is the same every epoch), per op, as the mean over the ranks of
-what each rank sent.  ``sampling.p3.byte_model`` predicts the bytes per
+what each rank sent.  ``sampling.train.p3.byte_model`` predicts the bytes per
 step from the mean input and destination rows of the epoch's minibatches
 (sampled again here, locally: sampling is rank-invariant), times the
 steps.  The report prints measured against model, the crossover width of
@@ -57,7 +57,7 @@ FEATURE_OPS = {"rows": ("features.",), "columns": ("p3.pull", "p3.gradient")}
 
 
 def _dataset(args, f):
-    from sampling.synthetic import rmat_dataset
+    from sampling.datasets.synthetic import rmat_dataset
     import spla
     ds = rmat_dataset(args.scale, num_features=f, seed=args.seed)
     x = spla.normalize_rows(ds.x.astype(np.float32)).to_scipy().toarray()
@@ -128,7 +128,7 @@ def _strategy(comm, ds, args, features):
 
 def run(args):
     from mpi4py import MPI
-    from sampling.p3 import byte_model
+    from sampling.train.p3 import byte_model
     comm = MPI.COMM_WORLD
     p = comm.size
     out_rows = []
@@ -207,7 +207,7 @@ def report(args):
              f"{rows[0]['train_vertices']} training vertices ({rows[0]['minibatches']} "
              f"minibatches, {rows[0]['steps']} steps per epoch); means over {data['epochs']} "
              "epochs after a warm-up epoch.  Bytes: what a rank sends per epoch in the "
-             "training steps (mean over the ranks); 'model' is `sampling.p3.byte_model` with "
+             "training steps (mean over the ranks); 'model' is `sampling.train.p3.byte_model` with "
              "the epoch's measured mean input / destination rows.", "",
              "| f | input rows / minibatch | row fetch MB (model) | measured / model | "
              "push-pull MB (model) | measured / model | push-pull / row fetch | other MB rows | "

@@ -123,7 +123,7 @@ def run(args, comm):
     sections = [s for s in args.sections.split(",") if s]
     t0 = time.perf_counter()
     if args.intra_degree is not None:
-        from sampling.synthetic import rmat_dataset
+        from sampling.datasets.synthetic import rmat_dataset
         ds = rmat_dataset(int(args.dataset.split(":")[1]), intra_degree=args.intra_degree)
     else:
         ds = load(args.dataset)

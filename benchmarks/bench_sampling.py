@@ -113,9 +113,9 @@ import scipy.sparse as sp  # noqa: E402
 
 import spla  # noqa: E402
 import sampling  # noqa: E402
-import sampling.base  # noqa: E402
-import sampling.graphsage  # noqa: E402
-import sampling.layerwise  # noqa: E402
+import sampling.samplers.base  # noqa: E402
+import sampling.samplers.graphsage  # noqa: E402
+import sampling.samplers.layerwise  # noqa: E402
 from sampling import FastGCN, GraphSAGE, LADIES  # noqa: E402
 
 import peers  # noqa: E402
@@ -307,14 +307,14 @@ def profile_phases(kind, A, n, k, repeats):
     sampler.sample(minibatches(n, k, 0), seed=SAMPLE_SEED, epoch=0)
     totals = []
     with PhaseTimer() as pt:
-        pt.wrap(sampling.base, "stack_batches", "stack_batches (input checks)")
-        pt.wrap(sampling.base, "assemble", "assemble (split into MiniBatch/Block)")
+        pt.wrap(sampling.samplers.base, "stack_batches", "stack_batches (input checks)")
+        pt.wrap(sampling.samplers.base, "assemble", "assemble (split into MiniBatch/Block)")
         pt.wrap(spla, "split_blocks", "  split_blocks (in assemble)")
         if kind.startswith("GraphSAGE"):
-            mod = sampling.graphsage
+            mod = sampling.samplers.graphsage
             pt.wrap(mod, "selection", "selection Q")
         else:
-            mod = sampling.layerwise
+            mod = sampling.samplers.layerwise
             pt.wrap(spla.MxmExpr, "new", "mxm(...).new() (SpGEMM)")
             for kern in ("spgemm_gather", "spgemm", "spgemm_symbolic", "spgemm_numeric"):
                 pt.wrap(kernels.cpu.spgemm, kern, f"  {kern} kernel")

@@ -614,7 +614,7 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
     of the linear scans.  The draw
     sequence (``_floyd``, ``_reject``) is the one ``sample_one_row`` runs,
     and both membership tests and both second phases give the same answers,
-    so the picks are identical (tests/test_its.py checks it).
+    so the picks are identical (tests/kernels/test_its.py checks it).
 
     ``guide`` holds the guides of ``row_guide`` (size 0: none) for the
     weighted draws' searches (``search_guided``); they find the entry the

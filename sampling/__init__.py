@@ -3,18 +3,27 @@
 ``GraphSAGE`` (node-wise), ``LADIES`` and ``FastGCN`` (layer-wise) share one
 interface: ``sampler.sample(batches, seed=..., epoch=...)`` returns a
 ``MiniBatch`` per minibatch.  Layer sizes are given output layer first.
+
+Subpackages, one job each:
+
+* ``sampling.samplers``: the samplers, ``MiniBatch``/``Block``, cutting
+  seeds into minibatches and bulks;
+* ``sampling.loading``: ``NodeLoader``, ``FeatureStore``, prefetch;
+* ``sampling.datasets``: the ``Dataset`` type, embedded, synthetic, OGB
+  and users' graphs;
+* ``sampling.models``: PyTorch models over the blocks;
+* ``sampling.train``: the main job and the training strategies
+  (minibatch training, ``bns`` for BNS-GCN, ``p3`` for P3).
 """
 
-from sampling.base import (ALL_NEIGHBORS, DirectedGraphWarning, Sampler, SamplerConfig,
-                           stream_of)
-from sampling.batches import BulkPlanner, epoch_batches
-from sampling.distributed import gather_minibatches
-from sampling.features import FeatureStore
-from sampling.graphsage import GraphSAGE, GraphSAGEConfig
-from sampling.layerwise import FastGCN, LADIES, LayerWiseConfig
-from sampling.loader import NodeLoader
-from sampling.minibatch import Block, MiniBatch
-from sampling.pipeline import PrefetchWarning
+from sampling import _moved
+from sampling.loading import FeatureStore, NodeLoader, PrefetchWarning
+from sampling.samplers import (ALL_NEIGHBORS, Block, BulkPlanner, DirectedGraphWarning,
+                               FastGCN, GraphSAGE, GraphSAGEConfig, LADIES, LayerWiseConfig,
+                               MiniBatch, Sampler, SamplerConfig, epoch_batches,
+                               gather_minibatches, stream_of)
+
+_moved.install()
 
 __all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
            "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",

@@ -196,7 +196,7 @@ def dropout(X, p, *, seed, stream=0, out=None, row_offsets=None):
     holding such a piece gets the same values as its dense twin.  This is
     how ranks that each hold some columns of the input features apply the
     dropout that one process would apply to whole rows
-    (``sampling.p3.P3Model``).
+    (``sampling.train.p3.P3Model``).
 
     Parameters
     ----------

@@ -12,6 +12,7 @@ import ast
 import json
 import os
 import re
+import sys
 
 import pytest
 
@@ -169,3 +170,15 @@ def test_private_name_patterns_catch_what_they_should():
         assert any(p.search(line) for p, _ in PRIVATE), line
     for line in ("from spla.checks import fail", "spla.__version__", "self._sample(x)"):
         assert not any(p.search(line) for p, _ in PRIVATE), line
+
+
+def test_former_flat_module_names_still_import_with_a_warning():
+    """``import sampling.graphsage`` (the flat layout) gives the moved module and says where it went."""
+    import importlib
+
+    from sampling import _moved
+    for old, new in _moved.MOVED.items():
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=f"{old} has moved to {new}"):
+            mod = importlib.import_module(old)
+        assert mod is importlib.import_module(new)

@@ -15,7 +15,7 @@ is the same whether it is sampled alone or in a bulk.
 
 from spla import Matrix, compact_columns_blockwise, extract_blockwise, sample_rows
 from sampling import Sampler
-from sampling.base import stream_of
+from sampling.samplers.base import stream_of
 
 
 class KHopSubgraph(Sampler):

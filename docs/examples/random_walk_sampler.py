@@ -23,7 +23,7 @@ from spla.checks import as_int, fail
 from spla.exceptions import InvalidValue
 
 from sampling import Sampler, stream_of
-from sampling.base import as_graph, graph_comm, layer_sizes_tuple
+from sampling.samplers.base import as_graph, graph_comm, layer_sizes_tuple
 
 #: streams per epoch: stream_of takes layers (here: walk steps) in [0, 256)
 STEPS_PER_EPOCH = 256

@@ -22,7 +22,7 @@ phase (sample, fetch, forward/backward, allreduce, eval), sampled edges per
 second and megabytes moved.  The last line is ``test accuracy: <value>``.
 
 ``--mode bns`` trains the whole graph instead, partition-parallel with
-random boundary-vertex sampling (BNS-GCN, ``sampling.bns``; ``run_bns``,
+random boundary-vertex sampling (BNS-GCN, ``sampling.train.bns``; ``run_bns``,
 ``--boundary-keep Q``, ``--model gcn|sage``, ``--partition block|metis``):
 one row per epoch (loss, validation accuracy, kept boundary vertices,
 megabytes sent and received, working memory, compute and communication

@@ -68,13 +68,13 @@ def _compile_notice(comm, out):
 
 
 def run_bns(opts, comm=None, out=None):
-    """``--mode bns``: BNS-GCN full-graph training (``sampling.bns.BNSTrainer``).
+    """``--mode bns``: BNS-GCN full-graph training (``sampling.train.bns.BNSTrainer``).
 
     Prints the run's description, the per-epoch table, the per-rank
-    breakdown (``sampling.bns.rank_table``) and ``test accuracy: <value>``
+    breakdown (``sampling.train.bns.rank_table``) and ``test accuracy: <value>``
     (rank 0); returns the test accuracy.  Collective.
     """
-    from sampling.bns import BNSTrainer, rank_table
+    from sampling.train.bns import BNSTrainer, rank_table
     from sampling.train.launch import default_threads, using_threads
     from sampling.train.trainer import _load
     out = out or sys.stdout

@@ -13,18 +13,18 @@ from typing import Optional, Tuple
 SAMPLERS = ("sage", "ladies", "fastgcn")
 GRAPH_MODES = ("replicated", "partitioned")
 DEVICES = ("cpu", "cuda")
-CACHE_POLICIES = ("degree", "frequency")  # those of sampling.features.FeatureStore
+CACHE_POLICIES = ("degree", "frequency")  # those of sampling.loading.features.FeatureStore
 PARTITIONS = ("block", "metis", "hash")  # spla.partition.block / metis / hashed
 SPLITS = ("global", "part")  # how the training vertices are spread over the ranks
 PHASES = ("sample", "fetch", "fwd/bwd", "allreduce", "eval")
 MODES = ("sampled", "bns")  # minibatch training on samples / BNS-GCN full-graph training
-BNS_MODELS = ("gcn", "sage")  # the models of --mode bns (sampling.bns.BNSModel)
+BNS_MODELS = ("gcn", "sage")  # the models of --mode bns (sampling.train.bns.BNSModel)
 # Epochs when none are given: full-graph training (one step per epoch) needs
 # many more than minibatch training (BNS-GCN on Cora: 0.64 test accuracy
 # after 20 epochs, 0.82 after 200).
 DEFAULT_EPOCHS = {"sampled": 20, "bns": 200}
-# rows: whole feature rows fetched for each minibatch (sampling.features.FeatureStore);
-# columns: P3's split by columns with a push-pull first layer (sampling.p3)
+# rows: whole feature rows fetched for each minibatch (sampling.loading.features.FeatureStore);
+# columns: P3's split by columns with a push-pull first layer (sampling.train.p3)
 FEATURE_LAYOUTS = ("rows", "columns")
 
 
@@ -42,14 +42,14 @@ class TrainOptions:
     ``split`` says which training vertices each rank trains on: 'global'
     (minibatches cut from one shuffle of all of them: the same minibatches
     for every rank count, layout and partition) or 'part' (DistDGL's split,
-    ``sampling.batches.seeds_by_part``: each rank's from its own part
+    ``sampling.samplers.batches.seeds_by_part``: each rank's from its own part
     first, so a METIS partition keeps its neighbourhoods local).
     ``feature_cache`` (a fraction of the vertices, ``graph='partitioned'``
     only) and ``cache_policy`` ('degree' or 'frequency') set the feature
-    store's hot-feature cache (``sampling.features.FeatureStore``).
+    store's hot-feature cache (``sampling.loading.features.FeatureStore``).
     ``prefetch`` bulks are sampled and fetched ahead, in a background
     thread, while the current one trains (0: synchronously).
-    ``features='columns'`` trains as P3 does (``sampling.p3``): every rank
+    ``features='columns'`` trains as P3 does (``sampling.train.p3``): every rank
     holds all vertices' features for ``f / p`` of the columns, the first
     layer runs push-pull (model-parallel) and the others data-parallel;
     the minibatches and, for the same seed, the losses and parameters are
@@ -57,7 +57,7 @@ class TrainOptions:
     ``epochs`` defaults to 20 (200 with ``mode='bns'``, whose epoch is
     one full-graph step).
     ``mode='bns'`` trains the whole graph partition-parallel instead
-    (BNS-GCN, ``sampling.bns``): ``model`` ('gcn' or 'sage'),
+    (BNS-GCN, ``sampling.train.bns``): ``model`` ('gcn' or 'sage'),
     ``boundary_keep`` (q in [0, 1]), ``partition``, ``layers`` (default 2),
     ``hidden``, ``dropout``, ``lr``, ``weight_decay``, ``epochs``,
     ``seed``, ``threads`` and the dataset apply; the sampler's options do

@@ -175,7 +175,7 @@ class Trainer:
         check_options(opts, sizes=sampler is None)
         if opts.mode != "sampled":
             raise UsageError(f"Trainer trains minibatches (mode 'sampled'); mode {opts.mode!r} "
-                             "is run by sampling.train.run (sampling.bns.BNSTrainer)")
+                             "is run by sampling.train.run (sampling.train.bns.BNSTrainer)")
         self.opts = opts
         self.torch = torch
         if opts.graph == "partitioned" and comm is None:
@@ -207,7 +207,7 @@ class Trainer:
     def _build(self, dataset, sampler, model):
         import spla
         from sampling import FastGCN, GraphSAGE, LADIES
-        from sampling.features import FeatureStore
+        from sampling.loading.features import FeatureStore
         from sampling.models import model_for
 
         torch, opts = self.torch, self.opts
@@ -266,7 +266,7 @@ class Trainer:
         splits = {"train": ds.train_idx, "val": ds.val_idx, "test": ds.test_idx}
         self.columns = opts.features == "columns"
         if self.columns:
-            from sampling.p3 import ColumnFeatureStore
+            from sampling.train.p3 import ColumnFeatureStore
             # Collective checks inside (more ranks than columns raises everywhere).
             self.store = ColumnFeatureStore(x, comm=self.comm, labels=ds.y, splits=splits,
                                             num_classes=ds.num_classes, dtype=np.float32)
@@ -298,7 +298,7 @@ class Trainer:
         self.bulk_size = self._plan_bulk()
         self._shares = None
         if self.partition is not None and opts.split == "part":
-            from sampling.batches import seeds_by_part
+            from sampling.samplers.batches import seeds_by_part
             # Fixed for the run: every epoch cuts these shares in its own order.
             self._shares = seeds_by_part(self.store.splits["train"], self.partition, self.size,
                                          opts.replication)
@@ -323,7 +323,7 @@ class Trainer:
         self._broadcast_model()
         self._local_params = set()
         if self.columns:
-            from sampling.p3 import P3Model
+            from sampling.train.p3 import P3Model
             # The first layer's weights split by the store's columns (this
             # rank's slice is its own: never all-reduced); the rest are
             # model's own modules, trained data-parallel.
@@ -370,8 +370,8 @@ class Trainer:
         hands it to rank r.
         """
         from sampling import epoch_batches
-        from sampling.batches import step_major_bulks
-        from sampling.loader import cut_epoch
+        from sampling.samplers.batches import step_major_bulks
+        from sampling.loading.loader import cut_epoch
         o = self.opts
         train = self.store.splits["train"]
         batches = epoch_batches(train, self.minibatch_size, seed=o.seed, epoch=epoch)
@@ -638,7 +638,7 @@ class Trainer:
         """Positions of the minibatches of a bulk of k that ``rank`` trains."""
         D = self.sampler.D
         if D is not None:
-            from sampling.base import owned_batches
+            from sampling.samplers.base import owned_batches
             return owned_batches(k, D.layout, rank, self.sampler._by_process_row)
         if self._split:
             from spla.layout import chunk
@@ -716,7 +716,7 @@ class Trainer:
 
     def _step_inputs(self, mb):
         """Every rank's minibatch of the step (this rank's own, the others' layer-1 inputs)."""
-        from sampling.p3 import share_inputs
+        from sampling.train.p3 import share_inputs
         step = share_inputs(mb, self.comm)
         step[self.rank] = mb
         return step
@@ -833,14 +833,14 @@ class Trainer:
         on duplicated communicators (``Sampler.dup``, ``FeatureStore.dup``;
         a local sampler or a replicated store is its own twin), so the
         background collectives never mix with the gradient Allreduce on
-        ``self.comm`` (see ``sampling.pipeline``).  Below
+        ``self.comm`` (see ``sampling.loading.pipeline``).  Below
         MPI_THREAD_MULTIPLE: one ``PrefetchWarning``, then synchronous.
         """
         if not self.opts.prefetch:
             return None
         bg = getattr(self, "_bg", False)
         if bg is False:
-            from sampling.pipeline import prefetch_allowed
+            from sampling.loading.pipeline import prefetch_allowed
             bg = None
             if prefetch_allowed(self.comm, "Trainer"):
                 # A column store is only read, by the training loop: no twin.
@@ -853,7 +853,7 @@ class Trainer:
         bg = self._background()
         if bg is None or not bulks:
             return None
-        from sampling.pipeline import Prefetcher
+        from sampling.loading.pipeline import Prefetcher
         sampler, store = bg
 
         def make(i):

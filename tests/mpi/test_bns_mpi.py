@@ -1,7 +1,7 @@
-"""BNS-GCN (sampling.bns) under mpiexec, any number of ranks (expectations computed).
+"""BNS-GCN (sampling.train.bns) under mpiexec, any number of ranks (expectations computed).
 
 * q = 1 reproduces single-process full-graph training (plain torch on the
-  whole graph, ``tests/test_bns.py::reference_losses``) to 1e-5, for a GCN
+  whole graph, ``tests/train/test_bns.py::reference_losses``) to 1e-5, for a GCN
   and a GraphSAGE, block and METIS partitions, with dropout;
 * the inner/boundary structure and each epoch's sampled adjacency equal a
   scipy reference built from the whole graph; the kept set is the same on
@@ -26,7 +26,7 @@ from spla.exceptions import DimensionMismatch, InvalidValue
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 torch = pytest.importorskip("torch")
 
-from sampling import bns  # noqa: E402
+from sampling.train import bns  # noqa: E402
 from sampling.datasets import load  # noqa: E402
 from test_bns import reference_adjacency, reference_losses  # noqa: E402
 

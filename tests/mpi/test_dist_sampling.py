@@ -8,7 +8,7 @@ import spla
 from spla import comm as C
 from spla.layout import Layout, chunk
 from sampling import FastGCN, GraphSAGE, LADIES, epoch_batches, gather_minibatches
-from sampling.base import owned_batches
+from sampling.samplers.base import owned_batches
 from sampling.datasets import load
 
 
@@ -168,7 +168,7 @@ def test_draws_beyond_memory_raise_on_every_rank(comm, cora):
 def test_feature_store_bad_arguments_on_one_rank_raise_on_every_rank(comm):
     if comm.size < 2:
         pytest.skip("needs a rank 1")
-    from sampling.features import FeatureStore
+    from sampling.loading.features import FeatureStore
     x = np.arange(40, dtype=np.float32).reshape(20, 2)
     nan = x.copy()
     nan[chunk(20, comm.size, 1)[0], 1] = np.nan  # in rank 1's block: each rank checks its own

@@ -12,7 +12,7 @@ import pytest
 
 from spla import comm as C
 from spla.layout import chunk
-from sampling.features import FeatureStore
+from sampling.loading.features import FeatureStore
 
 
 def grids(p):

@@ -21,7 +21,7 @@ import pytest
 import spla
 from spla import comm as C
 from spla.layout import chunk
-from sampling.features import FeatureStore, cache_size
+from sampling.loading.features import FeatureStore, cache_size
 
 N, F = 53, 5
 

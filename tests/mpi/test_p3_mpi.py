@@ -29,9 +29,9 @@ import spla
 from spla import comm as C
 from spla.exceptions import DimensionMismatch, InvalidValue, LayoutError
 from sampling import GraphSAGE as SageSampler
-from sampling.features import FeatureStore
-from sampling.models import GCN, GraphSAGE
-from sampling.p3 import (ColumnFeatureStore, P3Model, PushPull, PushPullPlan, StepInput,
+from sampling.loading.features import FeatureStore
+from sampling.models import GCN, SAGE as GraphSAGE
+from sampling.train.p3 import (ColumnFeatureStore, P3Model, PushPull, PushPullPlan, StepInput,
                          byte_model, column_range, share_inputs)
 
 
@@ -147,7 +147,7 @@ def test_model_errors_raise_everywhere(comm):
     raises_everywhere(comm, InvalidValue, lambda: P3Model(MLPFirst(), store),
                       lambda: P3Model(good, store), "linear in its input")
     # All ranks wrong together: every rank raises its own error.
-    with pytest.raises(InvalidValue, match="GraphSAGE or GCN"):
+    with pytest.raises(InvalidValue, match=r"SAGE \(GraphSAGE\) or GCN"):
         P3Model(MLPFirst(), store)
     comm.Barrier()
 

@@ -5,7 +5,7 @@ out stays the user's, so row fetches, the gathered matrix, products and the
 samplers must give exactly what the user's graph gives in one process, for
 every p, c and partition (expectations come from the local matrix, never
 from per-rank-count constants).  Run under mpiexec with 1 to 4 ranks by
-tests/test_mpi.py.
+tests/train/test_mpi.py.
 """
 
 import numpy as np
@@ -156,7 +156,7 @@ def test_feature_store_placed_by_the_partition(comm, cora):
     """Features co-located with the graph's parts: the same rows as the global
     matrix for any ids, nothing on the wire for a rank's own vertices, and a
     degree cache that ranks the user's vertices, not storage positions."""
-    from sampling.features import FeatureStore, hottest
+    from sampling.loading.features import FeatureStore, hottest
     A = cora.A
     n = A.nrows
     x = np.random.default_rng(5).standard_normal((n, 6)).astype(np.float32)
@@ -182,7 +182,7 @@ def test_feature_store_placed_by_the_partition(comm, cora):
 
 
 def test_feature_store_partition_errors_raise_on_every_rank(comm, cora):
-    from sampling.features import FeatureStore
+    from sampling.loading.features import FeatureStore
     n, p = cora.A.nrows, comm.size
     x = np.zeros((n, 2), np.float32)
     with pytest.raises(spla.LayoutError, match=f"'partition' must be a Partition in p/c = {p} "

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from spla import comm as C
-from sampling.batches import seeds_by_part
+from sampling.samplers.batches import seeds_by_part
 
 
 def _grids(p):

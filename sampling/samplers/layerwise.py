@@ -1,0 +1,368 @@
+"""LADIES and FastGCN layer-wise sampling as compositions of spla operators.
+
+Per layer, for all k minibatches at once (one row of Q per minibatch)::
+
+    P   = Q @ (Â ∘ Â)                        # LADIES: column sums over the batch rows
+    S   = sample_rows(P, s, ...)             # s distinct vertices per minibatch
+    src = compact_columns_blockwise(S, first=dst)   # dst first, then the sampled
+    adj = extract_blockwise(Â, dst, src)     # per minibatch Â[dst, src]
+    adj = normalize_rows(adj · diag(1 / (s p)))
+
+FastGCN uses the global column norms of Â instead of the batch's: one
+probability row shared by all minibatches, sampled by the fused path.
+"""
+
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+
+import spla
+from spla import (apply, compact_columns_blockwise, extract_blockwise,
+                  normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows)
+from spla import backend
+from spla import comm as C
+from spla.checks import check_weights
+from spla.matrix import Matrix
+
+from sampling.samplers.base import (Sampler, SamplerConfig, as_graph, graph_comm,
+                           layer_sizes_tuple, stream_of)
+
+
+@dataclass(frozen=True)
+class LayerWiseConfig(SamplerConfig):
+    """LADIES / FastGCN settings.
+
+    Attributes
+    ----------
+    layer_sizes : tuple of int
+        Vertices drawn per layer and minibatch, output layer first.
+    normalize : bool
+        Use Â = D⁻¹(A + I) (the original methods); False uses A's own values
+        (ones for a structural A).
+    """
+
+    layer_sizes: Tuple[int, ...]
+    normalize: bool = True
+
+    def validate(self):
+        object.__setattr__(self, "layer_sizes",
+                           layer_sizes_tuple(type(self).__name__, "layer_sizes", self.layer_sizes))
+        object.__setattr__(self, "normalize", bool(self.normalize))
+
+
+def row_normalized_with_self_loops(A, row_offset=0, row_ids=None):
+    """Â = D⁻¹(A + I), D the row sums of A + I (float32).
+
+    ``A`` may be a block of rows of the graph starting at global row
+    ``row_offset`` (the diagonal entry of local row i is column
+    ``row_offset + i``), or any rows of it, ``row_ids`` (the diagonal entry
+    of local row i is then column ``row_ids[i]``; a partitioned
+    ``DistMatrix`` holds its part's vertices, ``D.row_ids``); every step is
+    row-local, so a block gives exactly the rows of the whole matrix's Â.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> A = spla.Matrix.from_dense(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    >>> row_normalized_with_self_loops(A).to_dense()
+    array([[0.5, 0.5],
+           [0.5, 0.5]], dtype=float32)
+    """
+    m, n = A.shape
+    xp = A.xp
+    cols = (xp.arange(row_offset, row_offset + m, dtype=np.int64) if row_ids is None
+            else xp.asarray(row_ids, dtype=np.int64))
+    eye = Matrix.from_csr(xp.arange(m + 1, dtype=np.int64), cols, xp.ones(m, np.float32),
+                          (m, n), check=False, copy=False)
+    base = A.astype(np.float32) if A.values is None else A
+    return normalize_rows(spla.ewise_add(base.astype(np.float32), eye))
+
+
+def diagonal(d):
+    """The diagonal matrix with ``d`` on its diagonal (explicit zeros kept)."""
+    xp = backend.xp_of_array(d)
+    n = d.size
+    return Matrix.from_csr(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int64), d,
+                           (n, n), check=False, copy=False)
+
+
+def scale_columns(M, d):
+    """``M @ diag(d)``: column ``j`` of ``M`` times ``d[j]``, entries kept.
+
+    The product with a diagonal matrix has one term per entry, so this is
+    ``mxm(M, diagonal(d))`` entry for entry (same structure, same rounded
+    products), without a sparse product's two passes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> M = spla.Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    >>> scale_columns(M, np.array([10.0, 0.5])).to_dense()
+    array([[10. ,  1. ],
+           [ 0. ,  1.5]])
+    """
+    if M.values is None:
+        vals = d[M.indices]
+    else:
+        # Overflow to inf is the product's result too (mxm does not warn).
+        with np.errstate(over="ignore"):
+            vals = M.values * d[M.indices]
+    return Matrix.from_csr(M.indptr, M.indices, vals, M.shape, check=False, copy=False)
+
+
+class _LayerWise(Sampler):
+    """Shared body of LADIES and FastGCN; subclasses define the layer's P."""
+
+    _by_process_row = True
+
+    def __init__(self, A, layer_sizes, normalize=True):
+        name = type(self).__name__
+        with C.collective_checks(graph_comm(A)):
+            self.config = LayerWiseConfig(layer_sizes_tuple(name, "layer_sizes", layer_sizes),
+                                          normalize)
+            A, D = as_graph(name, A)
+            if A.values is not None:
+                check_weights(name, "A", A.values)
+        # Edge ids index the graph as given, not the D^-1 (A + I) sampled from.
+        self.graph = D if D is not None else A
+        rows = None if D is None else D.row_ids
+        # Probabilities and column scales are real numbers: integer or
+        # structural graphs are sampled from float32 values.
+        self.A = row_normalized_with_self_loops(A, row_ids=rows) if normalize else (
+            A.astype(np.float32) if A.values is None or A.dtype.kind in "iu" else A)
+        self.A_sq = apply(self.A, "square")
+        if D is not None:
+            from spla.dist import DistMatrix
+            self.D = DistMatrix.from_local(self.A, D.shape, comm=D.comm, layout=D.layout.kind,
+                                           replication=D.layout.c,
+                                           replicate_graph=D.layout.replicated,
+                                           partition=D.partition)
+
+    @property
+    def layer_sizes(self):
+        return self.config.layer_sizes
+
+    @property
+    def num_layers(self):
+        return len(self.config.layer_sizes)
+
+    def estimate_bytes(self, batch_size):
+        """Bytes one minibatch's sampling needs (estimate).
+
+        Per layer, the probability row (up to n entries, 24 bytes each with
+        its prefix sum) and the extracted adjacency (destinations x their
+        degree).  Sampling is without replacement, so a layer never holds
+        more than n vertices whatever its size.  On a distributed graph the
+        mean degree is this rank's block's: agree on anything derived from
+        it (``spla.comm.agree_min``).
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> A = spla.Matrix.from_dense(np.ones((8, 8)) - np.eye(8))
+        >>> LADIES(A, [4, 4]).estimate_bytes(2) <= LADIES(A, [10**9] * 2).estimate_bytes(2) < 10**5
+        True
+        """
+        deg = backend.to_host(self.A.row_degrees())
+        n = self.num_nodes
+        mean_deg = float(deg.mean()) if deg.size else 0.0
+        dst = float(batch_size)
+        total = 0.0
+        for s in self.config.layer_sizes:
+            row = min(float(n), dst * mean_deg)
+            total += 24 * row + 32 * dst * mean_deg
+            dst = min(float(n), dst + s)
+        return int(total) + 4096
+
+    def _probabilities(self, dst, dst_ptr, k, A_sq):
+        """(P, W, rows): P (k x n, one row per minibatch, possibly lazy) to
+        sample from, and a materialised matrix W whose row ``rows[g]`` holds
+        minibatch g's weights (probabilities once its row is normalised)."""
+        raise NotImplementedError
+
+    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
+        """p_j of every kept column: its minibatch's row of W, normalised.
+
+        Only the kept columns are divided by their row's sum, the very
+        division ``normalize_rows(W)`` makes on every entry (the same
+        operands, so the same values) without a pass over all of W.
+        """
+        xp = W.xp
+        if W.values is None or W.dtype.kind in "iu":
+            W = W.astype(np.float64)
+        sums = reduce_rowwise(W, "plus")[prow]
+        safe = xp.where(sums == 0, 1, sums).astype(W.dtype)
+        p = extract_blockwise(W, prow, one_per_group, src, src_ptr)
+        # p has one row per minibatch, so a column holds one entry at most:
+        # its value is the column's p (0 where W has none), as a reduction
+        # of the transpose's rows would give, without those two passes.
+        raw = xp.zeros(p.ncols, p.dtype)
+        raw[p.indices] = p.values
+        group = xp.repeat(xp.arange(prow.size), _counts(src_ptr))
+        return raw / safe[group]
+
+    def _sample_stacked(self, B, seed, epoch):
+        xp = self.A.xp
+        k = B.k
+        ids = xp.asarray(np.asarray(B.ids, np.int64))
+        one_per_group = xp.arange(k + 1, dtype=np.int64)
+        dst, dst_ptr = B.nodes, B.ptr
+        layers = []
+        for hop, s in enumerate(self.config.layer_sizes):
+            # Rows of Â for this layer's destinations (fetched when distributed).
+            A = self._rows(self.A, self.D, dst)
+            A_sq = self.A_sq if self.D is None else apply(A, "square")
+            P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq)
+            S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids)
+            _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
+                                                        first_ptr=dst_ptr)
+            adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
+            p_col = self._kept_probabilities(W, prow, one_per_group, src, src_ptr)
+            scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
+            adj = normalize_rows(scale_columns(adj, scale.astype(adj.dtype)))
+            layers.append((adj, dst, dst_ptr, src, src_ptr))
+            dst, dst_ptr = src, src_ptr
+        return layers
+
+
+class LADIES(_LayerWise):
+    """Layer-dependent importance sampling (Zou et al., 2019), in bulk.
+
+    For each minibatch and layer, vertex ``j`` is drawn with probability
+    ∝ Σ_{i ∈ batch} Â[i, j]², ``s`` of them without replacement; the layer's
+    adjacency is Â[batch, sampled ∪ batch] with column ``j`` scaled by
+    ``1 / (s p_j)`` and rows renormalised.  Any number of layers.
+
+    Parameters
+    ----------
+    A : spla.Matrix
+        Square adjacency.
+    layer_sizes : list of int
+        Output layer first.
+    normalize : bool, default True
+        Â = D⁻¹(A + I); False samples from A's own values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> from sampling import LADIES
+    >>> A = spla.Matrix.from_dense(np.ones((8, 8)) - np.eye(8))
+    >>> mb, = LADIES(A, layer_sizes=[3]).sample([np.array([0, 1])], seed=1)
+    >>> mb.blocks[0].dst_nodes.tolist(), mb.blocks[0].num_src <= 2 + 3
+    ([0, 1], True)
+    """
+
+    def _probabilities(self, dst, dst_ptr, k, A_sq):
+        xp = self.A.xp
+        group = xp.repeat(xp.arange(k), _counts(dst_ptr))
+        Q = Matrix.from_coo(group, dst, shape=(k, self.num_nodes))
+        P = (Q @ A_sq).new()
+        return P, P, xp.arange(k)
+
+
+class FastGCN(_LayerWise):
+    """FastGCN layer-wise sampling (Chen et al., 2018), in bulk.
+
+    Like LADIES, but vertex ``j`` is drawn with probability ∝ ‖Â[:, j]‖²,
+    the same distribution for every minibatch (computed once).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import spla
+    >>> from sampling import FastGCN
+    >>> A = spla.Matrix.from_dense(np.ones((8, 8)) - np.eye(8))
+    >>> mb, = FastGCN(A, layer_sizes=[4, 4]).sample([np.array([5])], seed=3)
+    >>> [b.num_dst for b in mb.blocks][-1]
+    1
+    """
+
+    def __init__(self, A, layer_sizes, normalize=True):
+        super().__init__(A, layer_sizes, normalize)
+        xp = self.A.xp
+        col_norms = _column_norms(self.A_sq, self.D).astype(np.float64)
+        n = col_norms.size
+        nz = xp.flatnonzero(col_norms > 0)
+        # One row holding the global distribution; minibatches select it.
+        self._global = Matrix.from_csr(xp.asarray([0, nz.size], dtype=np.int64), nz,
+                                       col_norms[nz], (1, n), check=False, copy=False)
+        self._global_norm = normalize_rows(self._global)
+        # The same values as a dense vector: a kept column's p is one load,
+        # not a scan of the n-entry row per minibatch and layer.
+        self._p_dense = xp.zeros(n, self._global_norm.dtype)
+        self._p_dense[nz] = self._global_norm.values
+
+    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
+        return self._p_dense[src]
+
+    def _probabilities(self, dst, dst_ptr, k, A_sq):
+        xp = self.A.xp
+        pick_row0 = Matrix.from_csr(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
+                                    None, (k, 1), check=False, copy=False)
+        # Lazy: sampled by the fused path from the one global row.
+        return pick_row0 @ self._global, self._global, xp.zeros(k, np.int64)
+
+
+def _column_norms(A_sq, D):
+    """Column sums of Â∘Â over all rows, in ascending row order.
+
+    Distributed over block rows, the running sums travel down each process
+    column block by block, so every rank gets exactly the single-process
+    values (floating-point sums keep their order).
+    """
+    if D is None or D.layout.replicated:
+        return reduce_columnwise(A_sq, "plus")
+    if D.partition is not None:
+        return _column_norms_by_owner(A_sq, D)
+    g = D.grid
+    cc = g.col_comm
+    from spla import comm as C
+    acc = None
+    if g.row > 0:
+        acc = C.recv_array(cc, np.empty(A_sq.ncols, A_sq.dtype), g.row - 1, tag=21)
+    acc = reduce_columnwise(A_sq, "plus", init=acc)
+    if g.row < cc.Get_size() - 1:
+        C.send_array(cc, np.ascontiguousarray(acc), g.row + 1, 21, "column_norms")
+    # op=None: the broadcast is outside this step's counted byte model.
+    return C.bcast_array(cc, acc, cc.Get_size() - 1, None)
+
+
+def _column_norms_by_owner(A_sq, D):
+    """``_column_norms`` when the rows are placed by a partition.
+
+    The parts interleave the user's row order, so running sums cannot
+    travel block by block.  Instead every entry goes to the owner of its
+    column's vertex (one all-to-allv per array, once per sampler), which
+    sums its columns visiting their rows in ascending user order: exactly
+    the single-process sums.  Every column is summed on one rank only, so
+    adding the ranks' vectors (zeros elsewhere) changes no bit.
+    """
+    P, n = D.partition, D.ncols
+    local = A_sq.to("cpu")
+    counts = np.diff(backend.to_host(local.indptr)).astype(np.int64)
+    rows = np.repeat(D.row_ids, counts)
+    cols = np.asarray(backend.to_host(local.indices), np.int64)
+    vals = backend.to_host(local.values)
+    owner = D.layout.owner(P.inverse[cols], n)
+    order = np.argsort(owner, kind="stable")
+    sendcounts = np.bincount(owner, minlength=D.layout.grid_rows).astype(np.int64)
+    cc = D.grid.col_comm
+    got_rows, _ = C.alltoallv(cc, rows[order], sendcounts, "column_norms")
+    got_cols, _ = C.alltoallv(cc, cols[order], sendcounts, "column_norms")
+    got_vals, _ = C.alltoallv(cc, np.ascontiguousarray(vals[order]), sendcounts,
+                              "column_norms")
+    mine = Matrix.from_coo(got_rows, got_cols, got_vals, shape=(n, n), duplicates="error")
+    part = np.asarray(reduce_columnwise(mine, "plus"))
+    # op=None: outside this step's counted byte model, as the broadcast above.
+    out = C.allreduce_array(cc, np.ascontiguousarray(part), "sum", None)
+    return A_sq.xp.asarray(out)
+
+
+def _counts(ptr):
+    xp = backend.xp_of_array(ptr)
+    d = xp.diff(ptr)
+    return d if xp is np else d.tolist()

@@ -1,0 +1,209 @@
+"""The samplers' GPU path end to end, under the CUDA simulator, with cupy stood in for.
+
+``tests/fake_cupy.py`` plays cupy (its arrays are host arrays that spla
+takes for device arrays), so a sampler built on ``A.to("cuda")`` runs the
+whole GPU path: the array-module orchestration, ``spla.sample_hops``' fused
+hops and the numba.cuda kernels (under numba's simulator).  The tests check
+that it gives the CPU's minibatches, and that the fused path keeps its
+budget of device launches and blocking device-to-host reads, counted by the
+stand-in itself (every read of a device value into Python, every array
+operation and kernel launch), independently of the library's own counter.
+
+They run in the simulator child of ``tests/kernels/test_cuda_kernels.py`` (this
+file is in its ``SIM_FILES``) and skip elsewhere.  Inputs are tiny: the
+simulator runs each GPU thread as a Python thread.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+
+pytestmark = pytest.mark.skipif(
+    not IN_SIM,
+    reason="runs only in the CUDA-simulator child process started by "
+           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+
+#: The fused path's budget (issue: at most 6 launches per hop, 2 reads per bulk).
+LAUNCHES_PER_HOP = 6
+READS_PER_BULK = 2
+
+
+@pytest.fixture(scope="module")
+def cp():
+    """The cupy stand-in, installed for this module's tests only."""
+    import sys
+
+    import fake_cupy
+    saved = sys.modules.get("cupy")
+    mod = fake_cupy.install()
+    fake_cupy.count_kernels()
+    yield mod
+    if saved is None:
+        sys.modules.pop("cupy", None)
+    else:
+        sys.modules["cupy"] = saved
+
+
+def _graph(n=48, m=300, seed=0):
+    import spla
+    rng = np.random.default_rng(seed)
+    A = spla.Matrix.from_coo(rng.integers(0, n, m), rng.integers(0, n, m), shape=(n, n))
+    A = spla.ewise_add(A, spla.transpose(A)).structure()
+    # Weights with zeros, equal rows and a spread of magnitudes.
+    w = rng.random(A.nnz) * (rng.random(A.nnz) < 0.8) * 10.0 ** rng.integers(-2, 3, A.nnz)
+    return A, A.with_values(w.astype(np.float32))
+
+
+def _seeds(n, k=3, b=5, seed=1):
+    rng = np.random.default_rng(seed)
+    return [rng.choice(n, b, replace=False) for _ in range(k)]
+
+
+def _host(a):
+    from spla.backend import to_host
+    return np.asarray(to_host(a))
+
+
+def assert_same_minibatches(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.index == w.index and len(g.blocks) == len(w.blocks)
+        for bg, bw in zip(g.blocks, w.blocks):
+            assert bg.adj.device == "cuda"
+            want_adj = bw.adj.to("cpu")
+            assert bg.adj.to("cpu").isequal(want_adj), (bg.adj.to("cpu").to_dense(),
+                                                        want_adj.to_dense())
+            assert np.array_equal(_host(bg.dst_nodes), _host(bw.dst_nodes))
+            assert np.array_equal(_host(bg.src_nodes), _host(bw.src_nodes))
+
+
+MODES = {
+    "uniform": dict(fanouts=[3, 2]),
+    "replace": dict(fanouts=[3, 2], replace=True),
+    "weighted": dict(fanouts=[3, 2], weighted=True),
+    "weighted-replace": dict(fanouts=[4, 2], weighted=True, replace=True),
+    "all-neighbours": dict(fanouts=[-1, 2]),
+    "three-hops": dict(fanouts=[2, 2, 2]),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_sim_graphsage_gpu_equals_cpu(cp, mode):
+    from sampling import GraphSAGE
+    A, W = _graph()
+    kw = dict(MODES[mode])
+    G = W if kw.get("weighted") else A
+    seeds = _seeds(A.nrows)
+    want = GraphSAGE(G, **kw).sample(seeds, seed=3, epoch=2)
+    got = GraphSAGE(G.to("cuda"), **kw).sample([cp.asarray(s) for s in seeds], seed=3,
+                                               epoch=2)
+    assert_same_minibatches(got, want)
+
+
+def test_sim_graphsage_one_minibatch_equals_its_bulk(cp):
+    from sampling import GraphSAGE
+    A, _ = _graph()
+    seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=4)]
+    s = GraphSAGE(A.to("cuda"), [3, 2])
+    bulk = s.sample(seeds, seed=9)
+    for i in (0, 3):
+        alone, = s.sample([seeds[i]], seed=9, batch_ids=[i])
+        assert_same_minibatches([alone], [bulk[i]])
+
+
+@pytest.mark.parametrize("table, exact", [("hash", False), ("dense", True), ("hash", True)])
+def test_sim_hop_tables_and_exact_sizes(cp, table, exact):
+    """Both occurrence tables, and the exact sizing taken when the bounds do not fit."""
+    import spla
+    from kernels import opcount
+    A, W = _graph(seed=4)
+    seeds = _seeds(A.nrows, k=2, b=6, seed=5)
+    ks = [3, 2, 2]
+    want = spla.sample_hops(W, np.concatenate(seeds), [0, 6, 12], ks, seed=1,
+                            streams=[4, 5, 6], replace=True)
+    Wg = W.to("cuda")
+    spla.sample_hops(Wg, cp.asarray(seeds[0]), [0, 6], [1], seed=0, streams=[0])  # prefixes
+    import kernels.cuda.hops as hops
+    hops_call = hops.sample_hops
+
+    def forced(*args, **kw):
+        return hops_call(*args, **{**kw, "table": table, "budget": 0 if exact else None})
+
+    hops.sample_hops = forced
+    try:
+        with opcount.counting() as tally:
+            got = spla.sample_hops(Wg, cp.asarray(np.concatenate(seeds)),
+                                   [0, 6, 12], ks, seed=1, streams=[4, 5, 6], replace=True,
+                                   check=False)
+    finally:
+        hops.sample_hops = hops_call
+    # Exact sizing reads each hop's frontier size but the last's, then the sizes.
+    assert tally.reads == (len(ks) if exact else 1)
+    for (gb, gd, gdp, gs, gsp), (wb, wd, wdp, ws, wsp) in zip(got, want):
+        assert gdp.tolist() == wdp.tolist() and gsp.tolist() == wsp.tolist()
+        assert np.array_equal(_host(gd), wd) and np.array_equal(_host(gs), ws)
+        for x, y in zip(gb, wb):
+            assert x.to("cpu").isequal(y)
+
+
+def test_sim_fused_hops_keep_their_budget(cp):
+    """Counted by the stand-in: per hop at most 6 launches, per bulk at most 2 reads."""
+    import fake_cupy
+    import spla
+    from kernels import opcount
+    from sampling import GraphSAGE
+    A, _ = _graph(seed=6)
+    seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=4)]
+    fanouts = [3, 2, 2]
+    s = GraphSAGE(A.to("cuda"), fanouts)
+    s.sample(seeds, seed=2)          # the graph's one-off work (degrees) is done
+    fake_cupy.reset()
+    with opcount.counting() as tally:
+        mbs = s.sample(seeds, seed=2, epoch=1)
+    reads = fake_cupy.STATS["reads"]
+    assert reads <= READS_PER_BULK, fake_cupy.STATS
+    assert tally.reads == reads      # the library's counter sees them all
+    # The hops alone, seeds trusted (as the samplers call them).
+    nodes = cp.concatenate(seeds)
+    ptr = np.cumsum([0] + [x.size for x in seeds])
+    fake_cupy.reset()
+    with opcount.counting() as tally:
+        spla.sample_hops(A.to("cuda"), nodes, ptr, fanouts, seed=2, streams=[0, 1, 2],
+                         check=False)
+    launches = fake_cupy.STATS["launches"]
+    # One table fill per bulk, then the hops.
+    assert launches <= 1 + LAUNCHES_PER_HOP * len(fanouts), fake_cupy.STATS
+    assert fake_cupy.STATS["reads"] == 1
+    assert tally.launches == launches
+    assert len(mbs) == 4
+
+
+@pytest.mark.parametrize("sampler", ["ladies", "fastgcn"])
+def test_sim_layerwise_gpu_equals_cpu(cp, sampler):
+    from sampling import FastGCN, LADIES
+    A, _ = _graph(seed=7)
+    cls = LADIES if sampler == "ladies" else FastGCN
+    seeds = _seeds(A.nrows)
+    want = cls(A, [6, 5]).sample(seeds, seed=3)
+    got = cls(A.to("cuda"), [6, 5]).sample([cp.asarray(s) for s in seeds], seed=3)
+    assert_same_minibatches(got, want)
+
+
+def test_sim_graph_in_mapped_host_memory(cp):
+    """``to('cuda', memory='host')``: the arrays sit in (stand-in) pinned host
+    memory, copied there byte for byte, and sample as the device copy does."""
+    import fake_cupy
+    from sampling import GraphSAGE
+    _, W = _graph(seed=8)
+    before = fake_cupy.STATS.get("mapped", 0)
+    H = W.to("cuda", memory="host")
+    assert fake_cupy.STATS.get("mapped", 0) - before >= W.indptr.nbytes + W.indices.nbytes
+    assert any(H.indices.ctypes.data == ptr for ptr in fake_cupy._HOST)
+    assert H.to("cpu").isequal(W)
+    seeds = _seeds(W.nrows)
+    want = GraphSAGE(W, [3, 2], weighted=True).sample(seeds, seed=5)
+    got = GraphSAGE(H, [3, 2], weighted=True).sample([cp.asarray(s) for s in seeds], seed=5)
+    assert_same_minibatches(got, want)

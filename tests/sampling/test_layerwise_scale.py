@@ -1,0 +1,88 @@
+"""``sampling.samplers.layerwise.scale_columns`` is ``M @ diag(d)`` entry for entry."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import spla
+from sampling.samplers.layerwise import diagonal, scale_columns
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 40), st.floats(0.0, 1.0), st.integers(0, 2 ** 31),
+       st.sampled_from([np.float32, np.float64]))
+def test_scale_columns_equals_product_with_diagonal(m, n, density, seed, dtype):
+    rng = np.random.default_rng(seed)
+    S = sp.random(m, n, density=density, format="csr", random_state=rng, dtype=dtype)
+    S.data = (S.data * 10.0 ** rng.integers(-30, 30, S.data.size)).astype(dtype)
+    M = spla.Matrix.from_scipy(S)
+    d = (rng.random(n) * 10.0 ** rng.integers(-20, 20, n)).astype(dtype)
+    d[rng.random(n) < 0.2] = 0.0           # zero scales keep their entries
+    want = spla.mxm(M, diagonal(d)).new()
+    got = scale_columns(M, d)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(np.asarray(got.indptr), np.asarray(want.indptr))
+    assert np.array_equal(np.asarray(got.indices), np.asarray(want.indices))
+    assert np.asarray(got.values).tobytes() == np.asarray(want.values).tobytes()
+    # And against scipy (an independent product).
+    with np.errstate(over="ignore"):
+        ref = (S @ sp.diags(d)).toarray()
+    assert np.allclose(got.to_dense(), ref, rtol=1e-6, atol=0)
+
+
+def test_fastgcn_dense_probabilities_change_no_block(monkeypatch):
+    """FastGCN reads p_j from a dense vector; the generic path (extracting
+    each minibatch's kept columns from the global row) gives the same blocks."""
+    from sampling import FastGCN
+    from sampling.samplers.layerwise import _LayerWise
+    from spla.generators import rmat
+    A = rmat(9, 8, seed=4)
+    rng = np.random.default_rng(0)
+    batches = [rng.choice(A.nrows, 20, replace=False) for _ in range(3)]
+    fast = FastGCN(A, [30, 25]).sample(batches, seed=5)
+    monkeypatch.setattr(FastGCN, "_kept_probabilities", _LayerWise._kept_probabilities)
+    slow = FastGCN(A, [30, 25]).sample(batches, seed=5)
+    for a, b in zip(fast, slow):
+        for x, y in zip(a.blocks, b.blocks):
+            assert np.array_equal(x.src_nodes, y.src_nodes)
+            assert np.array_equal(np.asarray(x.adj.indptr), np.asarray(y.adj.indptr))
+            assert np.array_equal(np.asarray(x.adj.indices), np.asarray(y.adj.indices))
+            assert np.asarray(x.adj.values).tobytes() == np.asarray(y.adj.values).tobytes()
+            assert x.adj.nnz > 0
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_ladies_kept_probabilities_equal_the_normalised_rows(monkeypatch, normalize):
+    """LADIES divides only the kept columns by their row's sum; normalising
+    every row of P first and extracting (the composition it replaces) gives
+    the same blocks, bit for bit."""
+    from sampling import LADIES
+    from spla.generators import rmat
+    A = rmat(9, 8, seed=2)
+    if not normalize:   # weighted graph, sampled from its own values
+        rng = np.random.default_rng(1)
+        A = A.with_values(rng.random(A.nnz).astype(np.float32) + np.float32(0.01))
+    rng = np.random.default_rng(3)
+    batches = [rng.choice(A.nrows, 15, replace=False) for _ in range(3)]
+    new = LADIES(A, [40, 30], normalize=normalize).sample(batches, seed=9)
+
+    def old_probabilities(self, dst, dst_ptr, k, A_sq):
+        P, _, rows = LADIES_probabilities(self, dst, dst_ptr, k, A_sq)
+        return P, spla.normalize_rows(P), rows
+
+    def old_kept(self, Pn, prow, one_per_group, src, src_ptr):
+        p = spla.extract_blockwise(Pn, prow, one_per_group, src, src_ptr)
+        return spla.reduce_rowwise(spla.transpose(p), "plus")
+
+    LADIES_probabilities = LADIES._probabilities
+    monkeypatch.setattr(LADIES, "_probabilities", old_probabilities)
+    monkeypatch.setattr(LADIES, "_kept_probabilities", old_kept)
+    old = LADIES(A, [40, 30], normalize=normalize).sample(batches, seed=9)
+    for a, b in zip(new, old):
+        for x, y in zip(a.blocks, b.blocks):
+            assert np.array_equal(x.src_nodes, y.src_nodes)
+            assert np.array_equal(np.asarray(x.adj.indices), np.asarray(y.adj.indices))
+            assert np.asarray(x.adj.values).tobytes() == np.asarray(y.adj.values).tobytes()
+            assert x.adj.nnz > 0
