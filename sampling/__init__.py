@@ -23,9 +23,14 @@ from sampling.samplers import (ALL_NEIGHBORS, Block, BulkPlanner, DirectedGraphW
                                MiniBatch, Sampler, SamplerConfig, epoch_batches,
                                gather_minibatches, stream_of)
 
+from sampling.datasets.hetero import HeteroGraph
+from sampling.samplers.hetero import HeteroGraphSAGE, HeteroMiniBatch
+from sampling.models.embedding import Embedding
+
 _moved.install()
 
 __all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
            "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",
            "BulkPlanner", "gather_minibatches", "FeatureStore", "NodeLoader", "ALL_NEIGHBORS",
-           "stream_of", "DirectedGraphWarning", "PrefetchWarning"]
+           "stream_of", "DirectedGraphWarning", "PrefetchWarning", "HeteroGraph",
+           "HeteroGraphSAGE", "HeteroMiniBatch", "Embedding"]
