@@ -25,6 +25,36 @@ def _columns(cache, prefetch):
     return cols
 
 
+def table_line(columns, cells=None):
+    """One line of a fixed-width table: each cell right-aligned to its column, two spaces apart.
+
+    Every table the training jobs print (this module's and BNS-GCN's,
+    ``sampling.train.bns.report``) is made of these lines.
+
+    Parameters
+    ----------
+    columns : sequence of (str, int)
+        The columns' names and widths.
+    cells : sequence of str, optional
+        One formatted value per column; default: the names (the header).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> cols = [("epoch", 5), ("loss", 7)]
+    >>> table_line(cols)
+    'epoch     loss'
+    >>> table_line(cols, ["3", "0.6931"])
+    '    3   0.6931'
+    """
+    if cells is None:
+        cells = [name for name, _ in columns]
+    return "  ".join(v.rjust(w) for v, (_, w) in zip(cells, columns))
+
+
 def header(cache=False, prefetch=False):
     """The table's header line.
 
@@ -38,7 +68,7 @@ def header(cache=False, prefetch=False):
     >>> "wait s" in header(prefetch=True), "wait s" in header()
     (True, False)
     """
-    return "  ".join(name.rjust(w) for name, w in _columns(cache, prefetch))
+    return table_line(_columns(cache, prefetch))
 
 
 def format_row(s, cache=False, prefetch=False):
@@ -58,7 +88,7 @@ def format_row(s, cache=False, prefetch=False):
     if cache:
         rate = s.cache_hit_rate
         vals.append(f"{100 * rate:.1f} %" if math.isfinite(rate) else "-")
-    return "  ".join(v.rjust(w) for v, (_, w) in zip(vals, _columns(cache, prefetch)))
+    return table_line(_columns(cache, prefetch), vals)
 
 
 def _si(x):

@@ -23,10 +23,13 @@ import spla
 from spla import comm as C
 from spla.exceptions import DimensionMismatch, InvalidValue
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# tests/train holds test_bns.py, whose single-process references these tests reuse.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "train"))
 torch = pytest.importorskip("torch")
 
 from sampling.train import bns  # noqa: E402
+from sampling.train.bns import halo as bns_halo  # noqa: E402
 from sampling.datasets import load  # noqa: E402
 from test_bns import reference_adjacency, reference_losses  # noqa: E402
 
@@ -128,7 +131,7 @@ def test_exchange_backward_is_the_transpose_of_forward(comm, small, monkeypatch,
     if path == "rounds":
         # As if some rank moved 2**31 elements: every rank takes the path of
         # spla.comm.alltoallv (rounds), none the single MPI_Alltoallv.
-        monkeypatch.setattr(bns, "_INT_MAX", 1)
+        monkeypatch.setattr(bns_halo, "_INT_MAX", 1)
     t = bns.BNSTrainer(small, comm, hidden=4)
     G = t.graph
     S = G.sample(0.7, seed=2, epoch=5)
