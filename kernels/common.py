@@ -58,6 +58,18 @@ def uniform01(key, n):
 
 
 @numba.njit(cache=True, inline="always")
+def element_bits(key, e):
+    """The 32 random bits of flat element ``e`` (a uint64) under ``key``: dropout's mask.
+
+    Elements ``2k`` and ``2k + 1`` take the low and the high half of one
+    splitmix64 hash of ``(key, k)``, so a kernel may hash pairs in blocks
+    (``kernels.cpu.spmm.dropout``) and get the same bits.
+    """
+    h = mix64(key + ((e >> np.uint64(1)) + np.uint64(1)) * _GAMMA)
+    return np.uint32((h >> ((e & np.uint64(1)) << np.uint64(5))) & np.uint64(0xFFFFFFFF))
+
+
+@numba.njit(cache=True, inline="always")
 def search_prefix(prefix, lo, hi, x):
     """First position ``j`` in ``[lo, hi)`` with ``prefix[j] > x``.
 

@@ -6,8 +6,8 @@ order: entry ``(v, u)`` of a canonical CSR matrix sits at position
 edge ids that PyG calls ``e_id`` (an index into per-edge feature arrays laid
 out in the same order).
 
-Both functions run a numba kernel on the CPU (``kernels.cpu.positions``)
-and array-module code on the GPU.
+Both functions run the ``positions`` kernels of the matrix's backend
+(``spla.backend.kernels_for``: ``kernels.cpu.positions`` or its CUDA twin).
 """
 
 import numpy as np
@@ -16,7 +16,6 @@ from spla import backend
 from spla.checks import as_index_array, describe, fail
 from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError
 from spla.matrix import Matrix
-from spla.structure import transpose
 
 
 def _as_matrix(func, A):
@@ -65,14 +64,13 @@ def entry_positions(A, rows, cols):
         if backend.device_of(a) != A.device:
             fail(DeviceMismatch, func, arg, f"an array on A's device ({A.device})",
                  f"an array on {backend.device_of(a)}")
-    if A.device == backend.CPU:
-        from kernels.cpu import positions
-        return positions.find_entries(A.indptr, A.indices, rows, cols)
-    return find_entries_xp(A.indptr, A.indices, rows, cols)
+    return backend.kernels_for(A.device).positions.find_entries(A.indptr, A.indices, rows, cols)
 
 
 def find_entries_xp(indptr, indices, rows, cols):
-    """``entry_positions`` in array-module code (the GPU path; runs on numpy too).
+    """``entry_positions`` in array-module code, without a kernel (numpy or cupy arrays).
+
+    A reference for the kernels, written with whole-array operations only.
 
     All queries advance one bisection step together; the number of steps is
     fixed by the largest queried row, so nothing waits on the device between
@@ -129,10 +127,11 @@ def is_symmetric_pattern(A):
     fingerprints (sums of hashed coordinates, taken in one sequential pass
     over the indices): a symmetric pattern always passes, and a
     non-symmetric one passes only if both 64-bit sums of its unmatched
-    entries' hashes cancel, about one chance in 2**128.  On one core it
-    takes 0.2-0.4 s for the 31 M entries of ``spla.generators.rmat(20, 16,
-    seed=0)``, where an exact walk of the transpose took 1.4 s.  On the GPU
-    the transpose is built and compared exactly.
+    entries' hashes cancel, about one chance in 2**128.  The fingerprints
+    read the indices once, in order, where an exact comparison walks the
+    transpose and touches a random row per entry (several times slower on
+    a large graph, see docs/design.rst).  The GPU computes the same
+    fingerprints.
 
     Examples
     --------
@@ -158,14 +157,9 @@ def _symmetric(A):
         return False
     if A.nnz == 0:
         return True
-    if A.device == backend.CPU:
-        from kernels.cpu import positions
-        s1, t1, s2, t2 = positions.pattern_fingerprints(A.indptr, A.indices)
-        return bool(s1 == t1 and s2 == t2)
-    T = transpose(A.structure())
-    xp = A.xp
-    return bool(xp.array_equal(T.indptr, A.indptr)
-                and xp.array_equal(T.indices.astype(np.int64), A.indices.astype(np.int64)))
+    K = backend.kernels_for(A.device).positions
+    s1, t1, s2, t2 = K.pattern_fingerprints(A.indptr, A.indices)
+    return bool(s1 == t1 and s2 == t2)
 
 
 __all__ = ["entry_positions", "is_symmetric_pattern"]

@@ -37,9 +37,9 @@ MAX_SCALE = 40
 
 
 def _kernels():
-    # Imported lazily so that importing spla does not compile anything.
-    from kernels.cpu import generate
-    return generate
+    # The generators build on the host, whose kernels alone have them (a GPU
+    # user moves the matrix with ``.to("cuda")``).
+    return backend.kernels_for(backend.CPU).generate
 
 
 def _as_seed(func, seed):

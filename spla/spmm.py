@@ -8,16 +8,16 @@ counting sort, and cached on it: matrices are immutable).  ``dropout`` masks
 a dense array with counter-based random bits, so its backward pass is the
 same call on the gradient (no mask kept).
 
-On the CPU both run numba kernels (``kernels.cpu.spmm``), parallel over rows
-and bit-identical whatever the thread count; on a GPU (cupy arrays) ``spmm``
-is cuSPARSE's product through ``cupyx.scipy.sparse`` and ``dropout`` the same
-hash in cupy array operations (the same mask as on the CPU).
+Both run the ``spmm`` kernels of the arrays' backend
+(``spla.backend.kernels_for``): on the CPU numba kernels parallel over rows
+and bit-identical whatever the thread count, on a GPU their numba.cuda twins
+(one thread per output element, summing a row's entries in the same order;
+the dropout masks are identical on both).
 """
 
 import numpy as np
 
 from kernels.common import row_key
-from kernels.cpu import spmm as _cpu
 from spla import backend
 from spla.checks import as_index_array, as_u64, describe, fail, index_dtype
 from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError, InvalidValue
@@ -25,15 +25,16 @@ from spla.matrix import Matrix
 from spla.mxm import as_matrix
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _dense(func, arg, X):
     """``(xp, X)``: a numpy or cupy float32/float64 array of 1 or 2 dimensions."""
-    if isinstance(X, np.ndarray):
-        xp = np
-    elif backend.device_of(X) == backend.CUDA:
+    # The device first: an array module standing in for cupy may subclass
+    # numpy's arrays (the simulator tests of the GPU path run on one).
+    if backend.device_of(X) == backend.CUDA:
         xp = backend.require_cupy(func)
+    elif isinstance(X, np.ndarray):
+        xp = np
     else:
         fail(DTypeError, func, arg, "a numpy or cupy array", describe(X))
     if X.dtype not in _FLOATS:
@@ -71,17 +72,22 @@ def _values(A, dtype):
     return vals
 
 
+def _kernels(device):
+    """The ``spmm`` kernel module of a device (``kernels.cpu.spmm`` or its CUDA twin)."""
+    return backend.kernels_for(device).spmm
+
+
 def _transposed(A, dtype):
-    """``(tptr, trows, values of A^T in dtype)`` on the CPU, built once per matrix."""
+    """``(tptr, trows, values of A^T in dtype)`` on A's device, built once per matrix."""
     pattern = A._cache.get("spmm_transpose")
     if pattern is None:
-        trows = np.empty(A.nnz, index_dtype(max(A.nrows - 1, 0)))
-        tptr, perm = _cpu.transpose_pattern(A.indptr, A.indices, A.ncols, trows)
+        trows = A.xp.empty(A.nnz, index_dtype(max(A.nrows - 1, 0)))
+        tptr, perm = _kernels(A.device).transpose_pattern(A.indptr, A.indices, A.ncols, trows)
         pattern = (tptr, trows, perm)
         A._cache["spmm_transpose"] = pattern
     tptr, trows, perm = pattern
     if A.values is None:
-        return tptr, trows, np.zeros(0, dtype)
+        return tptr, trows, A.xp.zeros(0, dtype)
     key = ("spmm_transpose_values", dtype.str)
     vals = A._cache.get(key)
     if vals is None:
@@ -157,27 +163,14 @@ def spmm(A, X, *, transpose=False, out=None):
     shape = (m,) if vector else (m, X2.shape[1])
     if out is not None:
         _check_out(func, out, shape, X.dtype, xp, X)
-    if xp is not np:
-        return _spmm_gpu(A, X, transpose, out)
-    X2 = np.ascontiguousarray(X2)
-    res = out.reshape(m, X2.shape[1]) if out is not None else np.empty((m, X2.shape[1]), X.dtype)
+    X2 = xp.ascontiguousarray(X2)
+    res = out.reshape(m, X2.shape[1]) if out is not None else xp.empty((m, X2.shape[1]), X.dtype)
     if transpose:
         tptr, trows, vals = _transposed(A, X.dtype)
-        _cpu.spmm_rows(tptr, trows, vals, X2, res)
+        _kernels(A.device).spmm_rows(tptr, trows, vals, X2, res)
     else:
-        _cpu.spmm_rows(A.indptr, A.indices, _values(A, X.dtype), X2, res)
+        _kernels(A.device).spmm_rows(A.indptr, A.indices, _values(A, X.dtype), X2, res)
     return out if out is not None else (res.reshape(m) if vector else res)
-
-
-def _spmm_gpu(A, X, transpose, out):
-    S = A.to_cupyx()
-    if S.dtype != X.dtype:
-        S = S.astype(X.dtype)
-    res = (S.T @ X) if transpose else (S @ X)
-    if out is not None:
-        out[...] = res
-        return out
-    return res
 
 
 def dropout(X, p, *, seed, stream=0, out=None, row_offsets=None):
@@ -202,7 +195,7 @@ def dropout(X, p, *, seed, stream=0, out=None, row_offsets=None):
     ----------
     X : numpy or cupy array of float32 or float64, 1-D or 2-D, or spla.Matrix
         A ``spla.Matrix`` (float32/float64 values; a structural one counts
-        as all ones in float32) needs ``row_offsets`` and runs on the CPU.
+        as all ones in float32) needs ``row_offsets``.
     p : float
         Probability of zeroing an element, ``0 <= p < 1``; represented with
         32 bits (an element is kept when its 32 random bits are at least
@@ -260,9 +253,7 @@ def dropout(X, p, *, seed, stream=0, out=None, row_offsets=None):
         if out is not None:
             fail(InvalidValue, func, "out", "None for a sparse X (a new Matrix is returned)",
                  describe(out))
-        if X.device != backend.CPU:
-            fail(DeviceMismatch, func, "X", "a sparse matrix on the CPU", f"one on {X.device}")
-        xp = np
+        xp = X.xp
     else:
         xp, X = _dense(func, "X", X)
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)):
@@ -290,18 +281,11 @@ def dropout(X, p, *, seed, stream=0, out=None, row_offsets=None):
     if row_offsets is not None:
         return _dropout_piece(func, xp, X, row_offsets, key, threshold, p, out)
     scale = X.dtype.type(1.0 / (1.0 - p))
-    if xp is not np:
-        return _dropout_gpu(xp, X, key, threshold, scale, out)
-    src = np.ascontiguousarray(X)
-    res = out if out is not None else np.empty(X.shape, X.dtype)
-    _cpu.dropout(src.reshape(-1), res.reshape(-1), key, threshold, scale)
+    src = xp.ascontiguousarray(X)
+    res = out if out is not None else xp.empty(X.shape, X.dtype)
+    _kernels(backend.device_of(X)).dropout(src.reshape(-1), res.reshape(-1), key, threshold,
+                                           scale)
     return res
-
-
-def _mix64(xp, z):
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
 
 
 def _dropout_piece(func, xp, X, row_offsets, key, threshold, p, out):
@@ -318,38 +302,19 @@ def _dropout_piece(func, xp, X, row_offsets, key, threshold, p, out):
              f"{offsets.size} offsets")
     offsets = np.ascontiguousarray(offsets, np.int64)
     if isinstance(X, Matrix):
-        values = X.values if X.values is not None else np.ones(X.nnz, np.float32)
+        K = _kernels(X.device)
+        values = X.values if X.values is not None else X.xp.ones(X.nnz, np.float32)
         if values.dtype not in _FLOATS:
             values = values.astype(np.float32)
         scale = values.dtype.type(1.0 / (1.0 - p))
-        res = np.empty_like(values)
-        _cpu.dropout_entries(X.indptr, X.indices, values, res, offsets, key, threshold, scale)
+        res = xp.empty_like(values)
+        K.dropout_entries(X.indptr, X.indices, values, res, xp.asarray(offsets), key, threshold,
+                          scale)
         return X.with_values(res)
     scale = X.dtype.type(1.0 / (1.0 - p))
-    if xp is not np:
-        cols = xp.arange(X.shape[1], dtype=np.uint64)
-        e = xp.asarray(offsets).astype(np.uint64)[:, None] + cols[None, :]
-        h = _mix64(xp, key + ((e >> np.uint64(1)) + np.uint64(1)) * _GAMMA)
-        bits = ((h >> ((e & np.uint64(1)) << np.uint64(5))) & np.uint64(0xFFFFFFFF))
-        res = X * xp.where(bits >= threshold, scale, X.dtype.type(0)).astype(X.dtype)
-        if out is not None:
-            out[...] = res
-            return out
-        return res
-    res = out if out is not None else np.empty(X.shape, X.dtype)
-    _cpu.dropout_rows(np.ascontiguousarray(X), res, offsets, key, threshold, scale)
-    return res
-
-
-def _dropout_gpu(xp, X, key, threshold, scale, out):
-    n = X.size
-    pairs = (n + 1) // 2
-    k = xp.arange(1, pairs + 1, dtype=np.uint64)
-    bits = _mix64(xp, key + k * _GAMMA).view(np.uint32)[:n].reshape(X.shape)
-    res = X * xp.where(bits >= threshold, scale, X.dtype.type(0)).astype(X.dtype)
-    if out is not None:
-        out[...] = res
-        return out
+    res = out if out is not None else xp.empty(X.shape, X.dtype)
+    _kernels(backend.device_of(X)).dropout_rows(xp.ascontiguousarray(X), res, xp.asarray(offsets),
+                                                key, threshold, scale)
     return res
 
 

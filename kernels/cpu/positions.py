@@ -1,4 +1,4 @@
-"""Where entries sit in a canonical CSR matrix, and whether its pattern is symmetric (CPU only).
+"""Where entries sit in a canonical CSR matrix, and whether its pattern is symmetric, CPU.
 
 ``find_entries`` answers, for each query ``(row, col)``, the position of that
 entry among the matrix's stored entries (``indptr[row]`` plus the rank of
@@ -13,21 +13,15 @@ exact alternatives walk the transpose and touch a random row per entry,
 about ten times slower); see ``spla.edges.is_symmetric_pattern`` for what
 the comparison promises.
 
-The GPU path of both lives in ``spla.edges`` (array-module code on cupy
-arrays), so there is no CUDA twin here.
+The CUDA twin is ``kernels.cuda.positions``.
 """
 
 import numpy as np
 from numba import prange
 
-from kernels.common import lower_bound, mix64
+from kernels.common import lower_bound
+from kernels.fingerprint import row_fingerprint
 from kernels.parallel import parallel_kernel
-
-# Keys of the two hash families (odd 64-bit constants with no structure in
-# common with splitmix64's own).
-_K1 = np.uint64(0xD1B54A32D192ED03)
-_K2 = np.uint64(0x8CB92BA72F3D8DD7)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
 
 
 @parallel_kernel(lambda indptr, indices, rows, cols: int(rows.size))
@@ -48,9 +42,8 @@ def find_entries(indptr, indices, rows, cols):
 def pattern_fingerprints(indptr, indices):
     """(f1, f1 of the transpose, f2, f2 of the transpose), uint64 sums mod 2**64.
 
-    ``h(a, b)`` is a bijection of ``b`` for each ``a`` (distinct entries of a
-    row hash apart); ``f1`` sums ``h`` over the entries, ``f2`` sums a second
-    avalanche of ``h``, so two independent 64-bit comparisons must both pass.
+    The sums over the rows of ``kernels.fingerprint.row_fingerprint``: two
+    independent 64-bit comparisons must both pass.
     """
     n = indptr.size - 1
     s1 = np.uint64(0)
@@ -58,21 +51,7 @@ def pattern_fingerprints(indptr, indices):
     s2 = np.uint64(0)
     t2 = np.uint64(0)
     for i in prange(n):
-        ui = np.uint64(i)
-        hi = mix64(ui + _K1)
-        a1 = np.uint64(0)
-        b1 = np.uint64(0)
-        a2 = np.uint64(0)
-        b2 = np.uint64(0)
-        for k in range(indptr[i], indptr[i + 1]):
-            uj = np.uint64(indices[k])
-            hj = mix64(uj + _K1)
-            h = mix64(hi ^ (uj * _M1))       # entry (i, j)
-            ht = mix64(hj ^ (ui * _M1))      # entry (j, i) of the transpose
-            a1 += h
-            b1 += ht
-            a2 += mix64(h ^ _K2)
-            b2 += mix64(ht ^ _K2)
+        a1, b1, a2, b2 = row_fingerprint(indptr, indices, i)
         s1 += a1
         t1 += b1
         s2 += a2

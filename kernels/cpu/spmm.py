@@ -36,7 +36,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import mix64
+from kernels.common import element_bits, mix64
 from kernels.parallel import parallel_kernel
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)  # splitmix64's increment (kernels.common)
@@ -99,13 +99,6 @@ def spmm_rows(indptr, indices, values, x, out):
     return out
 
 
-@numba.njit(cache=True, inline="always")
-def _bits_at(key, e):
-    """The 32 random bits ``dropout`` gives flat position ``e`` (a uint64)."""
-    h = mix64(key + ((e >> np.uint64(1)) + np.uint64(1)) * _GAMMA)
-    return np.uint32((h >> ((e & np.uint64(1)) << np.uint64(5))) & np.uint64(0xFFFFFFFF))
-
-
 @parallel_kernel(lambda x, out, offsets, key, threshold, scale: x.size)
 def dropout_rows(x, out, offsets, key, threshold, scale):
     """``out[i, j] = x[i, j] * keep(offsets[i] + j) * scale`` over 2-D arrays."""
@@ -114,7 +107,7 @@ def dropout_rows(x, out, offsets, key, threshold, scale):
     for i in prange(m):
         base = np.uint64(offsets[i])
         for j in range(w):
-            keep = _bits_at(key, base + np.uint64(j)) >= threshold
+            keep = element_bits(key, base + np.uint64(j)) >= threshold
             out[i, j] = x[i, j] * (scale if keep else zero)
     return out
 
@@ -127,7 +120,7 @@ def dropout_entries(indptr, indices, values, out, offsets, key, threshold, scale
     for i in prange(indptr.size - 1):
         base = np.uint64(offsets[i])
         for t in range(indptr[i], indptr[i + 1]):
-            keep = _bits_at(key, base + np.uint64(indices[t])) >= threshold
+            keep = element_bits(key, base + np.uint64(indices[t])) >= threshold
             out[t] = values[t] * (scale if keep else zero)
     return out
 

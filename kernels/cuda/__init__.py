@@ -10,4 +10,5 @@ from kernels.cuda import _util
 if not _util.SIM:
     _util.check_numba_cuda()
 
-from kernels.cuda import csr, ewise, extract, groups, hops, reduce, sample, spgemm, topk  # noqa: E402,F401,E501
+from kernels.cuda import (csr, ewise, extract, groups, hops, positions, reduce,  # noqa: E402,F401
+                          sample, spgemm, spmm, topk)
