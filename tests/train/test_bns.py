@@ -231,10 +231,22 @@ def test_dropout_by_id_keeps_with_probability_one_minus_p():
     (dict(partition=spla.Partition([0, 1] * 64, 2)), InvalidValue,
      "argument 'partition' must be a partition into 1 parts"),
     (dict(dropout=1.0), InvalidValue, "argument 'dropout' must be a probability in"),
+    (dict(layers=257), InvalidValue, "argument 'layers' must be a depth in \\[1, 256\\]"),
+    (dict(hidden=0), InvalidValue, "argument 'hidden' must be"),
+    (dict(lr=0.0), InvalidValue, "argument 'lr' must be a finite number > 0"),
+    (dict(weight_decay=-1e-4), InvalidValue, "argument 'weight_decay' must be a finite "
+     "number >= 0"),
 ])
 def test_trainer_rejects_bad_arguments(small, kw, err, text):
     with pytest.raises(err, match=f"BNSTrainer: {text}"):
         bns.BNSTrainer(small, **kw)
+
+
+def test_model_rejects_bad_arguments():
+    with pytest.raises(InvalidValue, match="BNSModel: argument 'dropout' must be a probability"):
+        bns.BNSModel("gcn", 4, 8, 2, dropout=-0.1)
+    with pytest.raises(InvalidValue, match="BNSModel: argument 'model' must be 'gcn' or 'sage'"):
+        bns.BNSModel("gat", 4, 8, 2)
 
 
 def test_trainer_rejects_a_non_dataset():
@@ -247,6 +259,28 @@ def test_boundary_graph_rejects_a_local_matrix():
     with pytest.raises(DTypeError, match="BoundaryGraph: argument 'D' must be a "
                                          "spla.DistMatrix"):
         bns.BoundaryGraph(spla.Matrix.from_dense(np.eye(2)))
+
+
+# -- the package ----------------------------------------------------------------------------
+def test_package_exports_every_public_name_from_its_module():
+    import importlib
+    homes = {"graph": ["normalized_adjacency", "keep_mask", "BoundaryGraph", "BoundarySample"],
+             "halo": ["CommStats", "exchange"], "model": ["dropout_by_id", "BNSModel"],
+             "report": ["bns_header", "format_bns_row", "rank_table"],
+             "trainer": ["BNSTrainer", "BNSEpochStats"]}
+    placed = [name for names in homes.values() for name in names]
+    assert sorted(placed + ["MODELS", "KINDS"]) == sorted(bns.__all__)
+    for module, names in homes.items():
+        mod = importlib.import_module(f"sampling.train.bns.{module}")
+        for name in names:
+            assert getattr(bns, name) is getattr(mod, name), name
+
+
+def test_bns_tables_use_the_main_jobs_line_format():
+    from sampling.train.report import header, table_line
+    assert bns.bns_header().split("  ")[:3] == header().split("  ")[:3]
+    cols = [("a", 3), ("bb", 4)]
+    assert table_line(cols) == "  a    bb" and table_line(cols, ["1", "22"]) == "  1    22"
 
 
 # -- the main job -----------------------------------------------------------------------------
