@@ -76,6 +76,15 @@ def format_row(s, cache=False, prefetch=False):
 
     ``overlap`` is ``1 - wait / (sample + fetch)``, '-' for an epoch that
     ran without prefetch.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> times = {"sample": 0.5, "fetch": 0.25, "fwd/bwd": 1.0, "allreduce": 0.0, "eval": 0.1}
+    >>> s = SimpleNamespace(epoch=1, loss=1.25, val_acc=0.5, times=times, seps=25000.0,
+    ...                     bytes_moved=3e6)
+    >>> format_row(s).split()
+    ['1', '1.2500', '0.5000', '0.500', '0.250', '1.000', '0.000', '0.100', '25.00k', '3.00']
     """
     t = s.times
     vals = [f"{s.epoch:d}", f"{s.loss:.4f}", f"{s.val_acc:.4f}", f"{t['sample']:.3f}",
