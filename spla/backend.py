@@ -12,30 +12,11 @@ import sys
 import numpy as np
 
 from kernels import opcount
-from spla.exceptions import DeviceMismatch, InvalidValue, MissingDependency
+from spla.exceptions import DeviceMismatch, InvalidValue
+from spla.optional import cupy_or_none, require_cupy  # noqa: F401 - their home until they moved
 
 CPU = "cpu"
 CUDA = "cuda"
-
-
-def cupy_or_none():
-    """The cupy module if it is already imported or importable, else None."""
-    mod = sys.modules.get("cupy")
-    if mod is not None:
-        return mod
-    try:
-        return importlib.import_module("cupy")
-    except Exception:  # ImportError, or a CUDA runtime that fails to load
-        return None
-
-
-def require_cupy(func):
-    cp = cupy_or_none()
-    if cp is None:
-        raise MissingDependency(
-            f"{func}: the GPU backend needs cupy; install it with "
-            "`pip install -e .[gpu]` (cupy-cuda12x) on a machine with a CUDA GPU")
-    return cp
 
 
 def device_of(arr):

@@ -13,6 +13,7 @@ import numpy as np
 from kernels.common import index_dtype as _kernel_index_dtype
 
 from spla.backend import device_of
+from spla.optional import require_cupy
 from spla.exceptions import (DTypeError, IndexOutOfRange, InvalidValue,
                              SplaError)
 
@@ -132,8 +133,7 @@ def as_shape(func, shape):
 def xp_array(x):
     """The array module of x and x as an array (lists become numpy)."""
     if device_of(x) == "cuda":
-        import cupy
-        return cupy, x
+        return require_cupy("spla"), x
     return np, np.asarray(x)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from spla.backend import to_host
 from spla.checks import describe
 from spla.exceptions import DTypeError, LayoutError, SplaError
+from spla.optional import require, require_cupy
 
 _INT_MAX = 2 ** 31 - 1
 
@@ -54,8 +55,7 @@ def mpi():
     >>> C.mpi().COMM_WORLD is C.world()
     True
     """
-    from mpi4py import MPI
-    return MPI
+    return require("mpi4py.MPI", what="spla's distributed matrices (MPI)")
 
 
 def world():
@@ -146,7 +146,7 @@ def _host(arr):
         return np.ascontiguousarray(arr)
     import os
     if os.environ.get("SPLA_CUDA_AWARE_MPI") == "1":
-        import cupy
+        cupy = require_cupy("spla.comm")
         cupy.cuda.get_current_stream().synchronize()
         return cupy.ascontiguousarray(arr)
     return np.ascontiguousarray(to_host(arr))

@@ -43,11 +43,12 @@ import scipy.sparse as sp
 from spla.backend import to_host
 from spla.checks import as_index_array, as_int, as_u64, describe, fail, xp_array
 from spla.elementwise import ewise_add, select
-from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.extract import extract
 from spla.random import permutation
 from spla.layout import chunk_bounds
 from spla.matrix import Matrix
+from spla.optional import require
 from spla.structure import transpose
 
 # METIS (GKlib) keeps its error-recovery state in process globals: one call
@@ -694,15 +695,11 @@ def _vertex_weights(func, w, n):
 
 
 def _import_pymetis(func):
-    try:
-        import pymetis
-    except ImportError:
-        pymetis = None
-    if pymetis is None or not hasattr(pymetis, "CSRAdjacency"):
-        raise MissingDependency(
-            f"{func}: needs pymetis 2025.2 or later (METIS); install it with "
-            "`pip install \"pymetis>=2025.2\"` (it comes with the mpi, train and test extras)")
-    return pymetis
+    # pymetis.CSRAdjacency came with 2025.2, the version setup.cfg asks for.
+    return require("pymetis", what=f"{func}: METIS", needs="pymetis 2025.2 or later",
+                   hint='pip install "pymetis>=2025.2"',
+                   note="(it comes with the mpi, train and test extras)",
+                   check=lambda mod: hasattr(mod, "CSRAdjacency"))
 
 
 __all__ = ["Partition", "Balance", "block", "hashed", "metis"]
