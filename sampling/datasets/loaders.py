@@ -52,6 +52,10 @@ def load(name_or_path, *, root=None, to_undirected=None):
     name_or_path : str or os.PathLike
         * ``'cora'``, ``'citeseer'``: the embedded Planetoid graphs;
         * ``'rmat:SCALE'``: ``sampling.datasets.synthetic.rmat_dataset(SCALE)``;
+        * ``'mag:SCALE'``: ``sampling.datasets.mag.mag_dataset(SCALE)``, and
+          ``'ogbn-mag'``: OGB's files under ``root`` (``load_ogbn_mag``),
+          both a ``HeteroGraph`` (with reverse relations unless
+          ``to_undirected=False``);
         * an OGB node property name, ``'ogbn-arxiv'``, ``'ogbn-products'``
           or ``'ogbn-papers100M'`` (needs the ``ogb`` extra the first time:
           ``pip install -e ".[ogb]"``);
@@ -112,6 +116,8 @@ def load(name_or_path, *, root=None, to_undirected=None):
     if key in EMBEDDED:
         return load_npz(os.path.join(DATA_DIR, f"{key}.npz"), name=key,
                         num_classes=EMBEDDED[key])
+    if key.startswith("mag:") or key == "ogbn-mag":
+        return _load_mag(func, name, key, root, to_undirected)
     if key.startswith("rmat:"):
         try:
             scale = int(key.split(":", 1)[1])
@@ -123,6 +129,21 @@ def load(name_or_path, *, root=None, to_undirected=None):
     if _looks_like_path(name) or os.path.exists(name):
         return _load_path(func, name, bool(to_undirected))
     fail(InvalidValue, func, "name_or_path", _LOAD_EXPECTED, f"{name!r} (no such file)")
+
+
+def _load_mag(func, name, key, root, to_undirected):
+    """``mag:SCALE`` (synthetic) or ``ogbn-mag`` (OGB's layout): a ``HeteroGraph``."""
+    from sampling.datasets.mag import load_ogbn_mag, mag_dataset
+    if key == "ogbn-mag":
+        from sampling.datasets import ogb
+        G = load_ogbn_mag(os.fspath(root) if root is not None else ogb.default_root())
+    else:
+        try:
+            scale = int(key.split(":", 1)[1])
+        except ValueError:
+            fail(InvalidValue, func, "name", "'mag:SCALE' with an integer SCALE", repr(name))
+        G = mag_dataset(scale)
+    return G.to_undirected() if to_undirected is None or to_undirected else G
 
 
 def _looks_like_path(name):
@@ -359,8 +380,10 @@ def from_pyg(data, *, name=None, num_classes=None, to_undirected=False):
 
     Parameters
     ----------
-    data : torch_geometric.data.Data
-        With
+    data : torch_geometric.data.Data or HeteroData
+        A ``HeteroData`` gives a ``sampling.HeteroGraph``
+        (``sampling.datasets.hetero.from_pyg_hetero``; ``to_undirected``
+        adds the reverse relations).  A ``Data`` needs
 
         * ``edge_index``: (2, E) integer tensor in PyG's default
           ``source_to_target`` flow (``edge_index[0]`` sends to
@@ -413,6 +436,10 @@ def from_pyg(data, *, name=None, num_classes=None, to_undirected=False):
     """
     func = "from_pyg"
     to_undirected = _as_bool(func, "to_undirected", to_undirected)
+    if hasattr(data, "node_types") and hasattr(data, "edge_types"):  # a HeteroData
+        from sampling.datasets.hetero import from_pyg_hetero
+        G = from_pyg_hetero(data, name=name or "pyg", num_classes=num_classes)
+        return G.to_undirected() if to_undirected else G
 
     def attr(key):
         return getattr(data, key, None)

@@ -175,7 +175,7 @@ class HeteroMiniBatch:
         >>> mb, = HeteroGraphSAGE(G, [-1]).sample([[0]], node_type="p", seed=0)
         >>> L = mb.to_dgl_layout()[0][("a", "w", "p")]
         >>> L.src.tolist(), L.dst.tolist(), L.num_src_nodes, L.num_dst_nodes
-        ([0], [0], 1, 0)
+        ([0], [0], 1, 1)
         """
         import torch
         out = []
