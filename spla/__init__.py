@@ -16,7 +16,8 @@ Examples
 array([1, 1])
 """
 
-from spla import semiring, sugar  # noqa: F401 - sugar binds A @ B, A.T, A[r, c]
+from spla import semiring, sugar  # noqa: F401 - sugar binds A @ B, A.T, A[r, c], M.S, M.V
+from spla import binary, monoid  # noqa: F401 - spla.binary.<name>, spla.monoid.<name>
 from spla.dist import DistMatrix, distribute
 from spla.edges import entry_positions, is_symmetric_pattern
 from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
@@ -24,6 +25,11 @@ from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
 from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError,
                              IndexOutOfRange, InvalidCSR, InvalidValue,
                              LayoutError, MissingDependency, SplaError)
+from spla.graphblas import assign, ewise_union, kronecker, mxv, reduce_scalar, vxm
+from spla.mask import Mask
+from spla.operators import BinaryOp
+from spla.semiring import Monoid, Semiring
+from spla.vector import Vector
 from spla.extract import extract, extract_blockwise, extract_cols, extract_rows
 from spla.matrix import Matrix
 from spla.mxm import MxmExpr, mxm
@@ -48,4 +54,6 @@ __all__ = [
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",
     "MissingDependency",
+    "Vector", "Mask", "BinaryOp", "Monoid", "Semiring", "binary", "monoid",
+    "mxv", "vxm", "assign", "reduce_scalar", "kronecker", "ewise_union",
 ]

@@ -9,7 +9,9 @@ from spla.util import row_ids
 from spla.exceptions import DimensionMismatch, InvalidValue
 from spla.matrix import Matrix
 from spla.mxm import as_matrix, kernel_values
-from spla.semiring import as_monoid
+from spla.operators import BINARY as _BINARY
+from spla.semiring import MONOIDS as _MONOID_NAMES, Monoid, as_monoid
+from spla.vector import Vector
 from kernels import semiring_ops as ops
 
 _UNARY = {
@@ -33,7 +35,7 @@ def _values_or_ones(A):
     return A.xp.ones(A.nnz, np.float64) if A.values is None else A.values
 
 
-def apply(A, op):
+def apply(A, op, *, mask=None, out=None, accum=None, replace=False):
     """Apply a unary operator to every stored value.
 
     Parameters
@@ -44,6 +46,8 @@ def apply(A, op):
         one``, or a function of one scalar (a ``numba.njit`` function, or a
         plain Python function that numba can compile).  A structural matrix's
         values are taken as 1.
+    mask, out, accum, replace
+        As in ``spla.mxm`` (see ``spla.mask``).  ``A`` may be a Vector.
 
     Returns
     -------
@@ -61,20 +65,24 @@ def apply(A, op):
     array([ 3., -2.])
     """
     func = "apply"
+    if isinstance(A, Vector):
+        T = Vector._from_row(apply(A._as_row(), op))
+        return _written(func, T, mask, out, accum, replace)
     A = as_matrix(func, "A", A)
     v = _values_or_ones(A)
     if isinstance(op, str):
         if op not in _UNARY:
             fail(InvalidValue, func, "op", f"a callable or one of {sorted(_UNARY)}", repr(op))
-        out = _UNARY[op](A.xp, v)
+        vals = _UNARY[op](A.xp, v)
     elif callable(op):
         K = backend.kernels_for(A.device)
-        out = K.ewise.map_values(v, _jit(op))
+        vals = K.ewise.map_values(v, _jit(op))
     else:
         fail(InvalidValue, func, "op", "a callable or an operator name", describe(op))
-    if out.dtype not in (np.float32, np.float64, np.int32, np.int64):
-        out = out.astype(np.float64 if out.dtype.kind in "fb" else np.int64)
-    return Matrix._new(A.indptr, A.indices, out, A.shape)
+    if vals.dtype not in (np.float32, np.float64, np.int32, np.int64):
+        vals = vals.astype(np.float64 if vals.dtype.kind in "fb" else np.int64)
+    return _written(func, Matrix._new(A.indptr, A.indices, vals, A.shape), mask, out, accum,
+                    replace)
 
 
 def _jit(f):
@@ -87,7 +95,7 @@ _SELECT = ("tril", "triu", "diag", "offdiag", "row<", "row>=", "col<", "col>=",
            "value>", "value>=", "value<", "value<=", "value==", "value!=", "nonzero")
 
 
-def select(A, predicate, thunk=0):
+def select(A, predicate, thunk=0, *, mask=None, out=None, accum=None, replace=False):
     """Keep the entries for which a predicate holds.
 
     Parameters
@@ -101,6 +109,9 @@ def select(A, predicate, thunk=0):
         (compared with ``thunk``), ``nonzero``.  Or a function
         ``f(i, j, v) -> bool`` compiled with numba.
     thunk : scalar, default 0
+    mask, out, accum, replace
+        As in ``spla.mxm`` (see ``spla.mask``).  ``A`` may be a Vector
+        (its entries are row 0 of a 1 x n matrix).
 
     Returns
     -------
@@ -118,6 +129,9 @@ def select(A, predicate, thunk=0):
     array([3., 4.])
     """
     func = "select"
+    if isinstance(A, Vector):
+        T = Vector._from_row(select(A._as_row(), predicate, thunk))
+        return _written(func, T, mask, out, accum, replace)
     A = as_matrix(func, "A", A)
     xp = A.xp
     if callable(predicate):
@@ -131,7 +145,7 @@ def select(A, predicate, thunk=0):
     else:
         fail(InvalidValue, func, "predicate", f"a callable or one of {list(_SELECT)}",
              repr(predicate))
-    return _filter(A, keep)
+    return _written(func, _filter(A, keep), mask, out, accum, replace)
 
 
 def _select_mask(xp, A, pred, thunk):
@@ -180,14 +194,17 @@ def _ewise(func, A, B, union, code, structural_result):
     return Matrix._new(ptr, _narrow_indices(idx, A.ncols), None if structural else val, A.shape)
 
 
-def ewise_add(A, B, monoid="plus"):
+def ewise_add(A, B, monoid="plus", *, mask=None, out=None, accum=None, replace=False):
     """Union of two patterns; entries present in both are combined by ``monoid``.
 
     Parameters
     ----------
-    A, B : Matrix or MxmExpr, same shape
-    monoid : Monoid or str, default 'plus'
-        ``plus``, ``times``, ``min``, ``max`` or ``any``.
+    A, B : Matrix, MxmExpr or Vector, same shape
+    monoid : Monoid, BinaryOp or str, default 'plus'
+        Any ``spla.monoid`` or ``spla.binary`` operator (or its name);
+        entries of one operand only are kept as they are.
+    mask, out, accum, replace
+        As in ``spla.mxm`` (see ``spla.mask``).
 
     Examples
     --------
@@ -198,18 +215,26 @@ def ewise_add(A, B, monoid="plus"):
     >>> ewise_add(A, B).to_dense()
     array([[3., 5.]])
     """
-    m = as_monoid("ewise_add", monoid)
-    return _ewise("ewise_add", A, B, True, m.code, False)
+    func = "ewise_add"
+    if isinstance(monoid, str) and monoid in _MONOID_NAMES or isinstance(monoid, Monoid):
+        m = as_monoid(func, monoid)
+        if _kernel_ready(A, B) and m.code is not None and not m.logical:
+            return _written(func, _ewise(func, A, B, True, m.code, False), mask, out, accum,
+                            replace)
+    from spla.graphblas import ewise_generic
+    return ewise_generic(func, A, B, monoid, True, mask, out, accum, replace)
 
 
-def ewise_mult(A, B, op="times"):
+def ewise_mult(A, B, op="times", *, mask=None, out=None, accum=None, replace=False):
     """Intersection of two patterns, values combined by ``op``.
 
     Parameters
     ----------
-    A, B : Matrix or MxmExpr, same shape
-    op : str, default 'times'
-        ``times``, ``plus``, ``min``, ``max``, ``first``, ``second``, ``pair``.
+    A, B : Matrix, MxmExpr or Vector, same shape
+    op : BinaryOp, Monoid or str, default 'times'
+        Any ``spla.binary`` operator (or its name), user-defined ones too.
+    mask, out, accum, replace
+        As in ``spla.mxm`` (see ``spla.mask``).
 
     Examples
     --------
@@ -221,9 +246,27 @@ def ewise_mult(A, B, op="times"):
     array([[2., 0.]])
     """
     func = "ewise_mult"
-    if op not in _MUL_OPS:
-        fail(InvalidValue, func, "op", f"one of {sorted(_MUL_OPS)}", repr(op))
-    return _ewise(func, A, B, False, _MUL_OPS[op], op == "pair")
+    name = op if isinstance(op, str) else getattr(op, "name", None)
+    builtin = isinstance(op, str) or op is _BINARY.get(name) or getattr(op, "binop", None) \
+        is _BINARY.get(name)
+    if builtin and name in _MUL_OPS and _kernel_ready(A, B):
+        return _written(func, _ewise(func, A, B, False, _MUL_OPS[name], name == "pair"),
+                        mask, out, accum, replace)
+    from spla.graphblas import ewise_generic
+    return ewise_generic(func, A, B, op, False, mask, out, accum, replace)
+
+
+def _kernel_ready(A, B):
+    return not isinstance(A, Vector) and not isinstance(B, Vector)
+
+
+def _written(func, T, mask, out, accum, replace):
+    """T written through the shared mask/accum step (spla.mask.finish)."""
+    if mask is None and out is None and accum is None:
+        return T
+    from spla.mask import check_write, finish
+    mask, out, accum = check_write(func, T.shape, type(T), mask, out, accum, replace)
+    return finish(func, T, mask, out, accum, replace)
 
 
 def reduce_rowwise(A, monoid="plus"):
@@ -291,7 +334,7 @@ def reduce_columnwise(A, monoid="plus", init=None):
     Parameters
     ----------
     A : Matrix or MxmExpr
-    monoid : str, default 'plus'
+    monoid : Monoid or str, default 'plus'
         ``plus``, ``times``, ``min`` or ``max``.
     init : 1-D array of length ``ncols``, optional
         Running values to continue from (e.g. the result over the rows
@@ -318,6 +361,8 @@ def reduce_columnwise(A, monoid="plus", init=None):
     """
     func = "reduce_columnwise"
     A = as_matrix(func, "A", A)
+    if isinstance(monoid, Monoid):
+        monoid = monoid.name
     if monoid not in _COLUMN_UFUNCS:
         fail(InvalidValue, func, "monoid", f"one of {sorted(_COLUMN_UFUNCS)}", repr(monoid))
     xp = A.xp

@@ -6,7 +6,7 @@ from spla.matrix import Matrix, _narrow_indices
 from spla.mxm import as_matrix
 
 
-def extract(A, rows=None, cols=None):
+def extract(A, rows=None, cols=None, *, mask=None, out=None, accum=None, replace=False):
     """The submatrix ``A[rows, cols]``; ``None`` keeps every row or column.
 
     Index lists may repeat and come in any order: output row ``i`` is input
@@ -14,12 +14,15 @@ def extract(A, rows=None, cols=None):
 
     Parameters
     ----------
-    A : Matrix or MxmExpr
+    A : Matrix, MxmExpr or Vector
+        For a Vector, ``rows`` are the positions taken (``cols`` unused).
     rows, cols : array_like of int, optional
+    mask, out, accum, replace
+        As in ``spla.mxm`` (see ``spla.mask``), for the extracted shape.
 
     Returns
     -------
-    Matrix
+    Matrix (or Vector)
         Shape ``(len(rows), len(cols))`` (or A's own dimension for ``None``).
 
     Raises
@@ -37,6 +40,10 @@ def extract(A, rows=None, cols=None):
            [1., 1.]])
     """
     func = "extract"
+    from spla.vector import Vector
+    if isinstance(A, Vector):
+        T = Vector._from_row(extract(A._as_row(), None, rows))
+        return _written(func, T, mask, out, accum, replace)
     A = as_matrix(func, "A", A)
     if rows is not None:
         rows = as_index_array(func, "rows", rows, A.nrows)
@@ -56,7 +63,16 @@ def extract(A, rows=None, cols=None):
         ptr, idx, vals, _ = K.extract.extract_cols(ptr, idx, vals, hv, cols, A.ncols)
         ncols = cols.size
         idx = _narrow_indices(idx, ncols)
-    return Matrix._new(ptr, idx, vals if hv else None, (nrows, ncols))
+    T = Matrix._new(ptr, idx, vals if hv else None, (nrows, ncols))
+    return _written(func, T, mask, out, accum, replace)
+
+
+def _written(func, T, mask, out, accum, replace):
+    if mask is None and out is None and accum is None:
+        return T
+    from spla.mask import check_write, finish
+    mask, out, accum = check_write(func, T.shape, type(T), mask, out, accum, replace)
+    return finish(func, T, mask, out, accum, replace)
 
 
 def extract_rows(A, rows):

@@ -90,7 +90,7 @@ def as_matrix(func, arg, x):
     fail(DTypeError, func, arg, "a spla.Matrix (or a lazy expression)", describe(x))
 
 
-def mxm(A, B, semiring=plus_times):
+def mxm(A, B, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):
     """Sparse matrix product ``A ⊕.⊗ B`` over a semiring (lazy).
 
     Parameters
@@ -99,13 +99,25 @@ def mxm(A, B, semiring=plus_times):
     B : Matrix or MxmExpr, shape (k, n)
     semiring : Semiring or str, default ``plus_times``
         See ``spla.semiring``; a structural operand counts its entries as 1.
+    mask : Mask, optional
+        ``M.S``, ``M.V``, ``~M.S`` or ``~M.V`` of an (m, n) matrix: only
+        the entries it lets through are written (see ``spla.mask``).  A
+        mask that is not complemented bounds the work: only the mask's
+        entries are computed, so ``mxm(L, L.T, mask=L.S)`` never forms L·Lᵀ.
+    out : Matrix, optional
+        The output operand C, shape (m, n): entries outside the mask are
+        kept (dropped with ``replace=True``).  C itself is not modified.
+    accum : BinaryOp, Monoid or str, optional
+        Combine C's entries with the product's (needs ``out``).
+    replace : bool, default False
 
     Returns
     -------
-    MxmExpr
-        Call ``.new()`` for the ``Matrix``; operators accept it as is.  When
-        ``A`` or ``B`` is a ``DistMatrix``, the distributed product (a
-        ``DistMatrix``) is returned at once.
+    MxmExpr or Matrix
+        Without ``mask``/``out``/``accum``: a lazy ``MxmExpr`` (call
+        ``.new()`` for the ``Matrix``; operators accept it as is).  With
+        any of them, the ``Matrix`` at once.  When ``A`` or ``B`` is a
+        ``DistMatrix``, the distributed product (a ``DistMatrix``).
 
     Raises
     ------
@@ -122,6 +134,8 @@ def mxm(A, B, semiring=plus_times):
     >>> mxm(A, A, semiring.plus_pair).new().to_dense()
     array([[1, 0],
            [0, 1]])
+    >>> mxm(A, A, mask=A.S).nnz        # A·A is diagonal: nothing inside A's pattern
+    0
     """
     func = "mxm"
     # Distributed operands first: dist_mxm checks the semiring collectively,
@@ -136,7 +150,14 @@ def mxm(A, B, semiring=plus_times):
         fail(DimensionMismatch, func, "B", f"a matrix with {A.ncols} rows (A.ncols)",
              f"shape {B.shape}")
     backend.same_device(func, A, B)
-    return MxmExpr(A, B, sr)
+    if mask is None and out is None and accum is None:
+        return MxmExpr(A, B, sr)
+    from spla.mask import check_write, finish
+    from spla.product import product
+    mask, out, accum = check_write(func, (A.nrows, B.ncols), Matrix, mask, out, accum, replace)
+    if mask is not None:
+        backend.same_device(func, A, mask.parent)
+    return finish(func, product(A, B, sr, mask), mask, out, accum, replace)
 
 
 def _dist_dispatch(A, B, sr):
@@ -161,14 +182,19 @@ def kernel_values(M, dtype):
 
 
 def _compute(A, B, sr):
+    from spla.product import product
+    return product(A, B, sr)
+
+
+def _kernel_product(A, B, sr, av, bv, out_dt):
+    """The product by the compiled semiring kernels (operand values prepared)."""
     xp = A.xp
     K = backend.kernels_for(A.device)
-    out_dt = sr.output_dtype(A.dtype, B.dtype)
     # A structural result still flows through the kernels' value arrays:
     # make them 1 byte wide, since they are dropped.
     cdt = np.dtype(np.bool_) if out_dt is None else out_dt
-    a_val, a_hv = kernel_values(A, cdt)
-    b_val, b_hv = kernel_values(B, cdt)
+    a_val, a_hv = (xp.zeros(0, cdt), False) if av is None else (av.astype(cdt, copy=False), True)
+    b_val, b_hv = (xp.zeros(0, cdt), False) if bv is None else (bv.astype(cdt, copy=False), True)
     one = xp.ones(1, cdt)
     if _max_row_nnz(A) <= 1:
         ptr, idx, val = K.spgemm.spgemm_gather(A.indptr, A.indices, a_val, a_hv,

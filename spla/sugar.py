@@ -1,4 +1,4 @@
-"""Operator syntax of ``spla.Matrix``: ``A @ B``, ``A.T`` and ``A[rows, cols]``.
+"""Operator syntax of ``spla.Matrix``: ``A @ B``, ``A.T``, ``A[rows, cols]``, ``A.S``, ``A.V``.
 
 The syntax needs the operators (``mxm``, ``transpose``, ``extract``) and the
 operators need the ``Matrix`` type.  Binding the syntax here, in a module
@@ -19,8 +19,11 @@ array([[1., 0.],
        [2., 3.]])
 >>> A[[1], :].to_dense()
 array([[0., 3.]])
+>>> A.S, ~A.V
+(<spla.Mask S of a Matrix 2x2>, <spla.Mask ~V of a Matrix 2x2>)
 """
 
+from spla import mask as _mask  # noqa: F401 - binds Matrix.S / .V and Vector.S / .V
 from spla.exceptions import IndexOutOfRange
 from spla.extract import extract
 from spla.matrix import Matrix

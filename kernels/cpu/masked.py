@@ -1,0 +1,146 @@
+"""Masked products, CPU: ``C<M> = A ⊕.⊗ B`` and masked ``mxv`` / ``vxm``.
+
+``masked_spgemm`` computes only the entries of the mask's pattern: each
+output row owns the mask row's slots (``m_ptr``/``m_idx``), and each product
+``A[i, k] B[k, j]`` is looked up among them, by binary search when B's row
+is short next to the mask row, by a merge of the two sorted rows otherwise.
+Memory is the mask's entries: the unmasked product (for triangle counting,
+all wedges of the graph) is never formed.  ``m_ok`` says which mask slots
+let a result through (a value mask's zeros do not); the caller compacts the
+slots that got a value (``hit``).
+
+``mxv_pull`` computes ``w<allow> = A u`` one output row at a time from a
+dense copy of u (``u_val``/``u_has``); ``vxm_push`` computes ``w<allow> = u A``
+from u's entries, scattering into a dense output: the push step of a BFS,
+whose work is the frontier's edges.  ``allow`` is a dense boolean per output
+position (an empty array lets everything through); a complemented mask is
+its negation, so a BFS never visits the rows it has already reached.
+
+Values arrive cast to the output dtype; ``one`` (a length-1 array) is the
+implicit value of structural operands.
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+from kernels.parallel import parallel_kernel
+from kernels.semiring_ops import ADD_ANY, add_op, mul_op
+
+
+@numba.njit(cache=True, inline="always")
+def _find(idx, lo, hi, j):
+    """Position of j in the sorted idx[lo:hi], or -1."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if idx[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, inline="always")
+def masked_row(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
+               m_ok, add, mul, onev, out_val, hit):
+    """Fill the mask slots of output row i (shared by both backends)."""
+    mlo = m_ptr[i]
+    mhi = m_ptr[i + 1]
+    if mhi == mlo:
+        return
+    for p in range(a_ptr[i], a_ptr[i + 1]):
+        k = a_idx[p]
+        av = a_val[p] if a_hv else onev
+        q0 = b_ptr[k]
+        q1 = b_ptr[k + 1]
+        s = mlo
+        for q in range(q0, q1):
+            j = b_idx[q]
+            s = _find(m_idx, s, mhi, j)  # B's row is sorted: search on from the last slot
+            if s >= mhi:
+                break
+            if m_idx[s] != j or not m_ok[s]:
+                continue
+            t = mul_op(mul, av, b_val[q] if b_hv else onev, onev)
+            if hit[s]:
+                out_val[s] = add_op(add, out_val[s], t)
+            else:
+                out_val[s] = t
+                hit[s] = True
+
+
+def _spgemm_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
+    return int(a_idx.size) * 8
+
+
+@parallel_kernel(_spgemm_work)
+def masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
+                  m_ok, add, mul, one):
+    """(out_val, hit): one slot per mask entry; ``hit`` marks the computed ones."""
+    n = a_ptr.size - 1
+    out_val = np.empty(m_idx.size, one.dtype)
+    hit = np.zeros(m_idx.size, np.bool_)
+    onev = one[0]
+    for i in prange(n):
+        masked_row(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
+                   m_ok, add, mul, onev, out_val, hit)
+    return out_val, hit
+
+
+@numba.njit(cache=True, inline="always")
+def pull_row(i, a_ptr, a_idx, a_val, a_hv, u_val, u_has, add, mul, onev, flip, w, w_has):
+    """Output row i of a masked ``A u`` (shared by both backends)."""
+    for p in range(a_ptr[i], a_ptr[i + 1]):
+        k = a_idx[p]
+        if not u_has[k]:
+            continue
+        av = a_val[p] if a_hv else onev
+        t = mul_op(mul, u_val[k], av, onev) if flip else mul_op(mul, av, u_val[k], onev)
+        if w_has[i]:
+            w[i] = add_op(add, w[i], t)
+        else:
+            w[i] = t
+            w_has[i] = True
+        if add == ADD_ANY:
+            return
+
+
+@parallel_kernel(lambda a_ptr, a_idx, *rest: int(a_idx.size))
+def mxv_pull(a_ptr, a_idx, a_val, a_hv, u_val, u_has, allow, add, mul, one, flip):
+    """(w, w_has) dense: ``w[i] = ⊕_k A[i, k] ⊗ u[k]`` for the allowed rows.
+
+    ``flip`` computes ``u[k] ⊗ A[i, k]`` instead (``vxm`` on A's transpose).
+    """
+    n = a_ptr.size - 1
+    w = np.empty(n, one.dtype)
+    w_has = np.zeros(n, np.bool_)
+    onev = one[0]
+    everything = allow.size == 0
+    for i in prange(n):
+        if everything or allow[i]:
+            pull_row(i, a_ptr, a_idx, a_val, a_hv, u_val, u_has, add, mul, onev, flip,
+                     w, w_has)
+    return w, w_has
+
+
+@numba.njit(cache=True, nogil=True)
+def vxm_push(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, n, add, mul, one):
+    """(w, w_has) dense of size n: ``w[j] = ⊕_k u[k] ⊗ A[k, j]`` for allowed j."""
+    w = np.empty(n, one.dtype)
+    w_has = np.zeros(n, np.bool_)
+    onev = one[0]
+    everything = allow.size == 0
+    for p in range(u_idx.size):
+        k = u_idx[p]
+        uv = u_val[p] if u_hv else onev
+        for q in range(a_ptr[k], a_ptr[k + 1]):
+            j = a_idx[q]
+            if not everything and not allow[j]:
+                continue
+            if w_has[j]:
+                if add != ADD_ANY:
+                    w[j] = add_op(add, w[j], mul_op(mul, uv, a_val[q] if a_hv else onev, onev))
+            else:
+                w[j] = mul_op(mul, uv, a_val[q] if a_hv else onev, onev)
+                w_has[j] = True
+    return w, w_has

@@ -1,0 +1,376 @@
+"""GraphBLAS operators on vectors and whole objects: ``mxv``, ``vxm``,
+``reduce_scalar``, ``kronecker``, ``ewise_union`` and ``assign``.
+
+Each checks its arguments at the call, computes its result T, and writes it
+through ``spla.mask.finish`` (mask, ``out``, ``accum``, ``replace`` with the
+GraphBLAS C API semantics).  ``mxv``/``vxm`` run masked kernels: a mask
+(complemented or not) is turned into a dense per-row flag that the kernel
+reads before touching a row, so a BFS step with ``mask=~visited.S`` never
+computes an entry it would drop.
+"""
+
+import numpy as np
+
+from spla import backend
+from spla.checks import as_index_array, describe, fail
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.mask import (check_write, entries, finish, member, merge, ones_if_none, positions,
+                       rebuild)
+from spla.matrix import Matrix
+from spla.mxm import as_matrix
+from spla.operators import as_binary
+from spla.product import cast, generic_product, masked_kernels, prepare, reduce_runs
+from spla.semiring import as_monoid, as_semiring, plus_times
+from spla.vector import Vector
+
+
+def _vector(func, arg, u):
+    if not isinstance(u, Vector):
+        fail(DTypeError, func, arg, "a spla.Vector", describe(u))
+    return u
+
+
+def _allow(xp, mask, n):
+    """Dense per-position flags of a mask (empty: everything allowed)."""
+    if mask is None:
+        return xp.zeros(0, np.bool_)
+    allow = xp.zeros(n, np.bool_)
+    allow[mask.true_keys()] = True
+    return ~allow if mask.complement else allow
+
+
+def _product_vec(func, A, u, sr, mask, push):
+    """T = A u (``push=False``) or u A (``push=True``) as a Vector."""
+    xp = A.xp
+    if push:
+        L, R = u._as_row(), A
+    else:
+        L, R = A, u._as_col()
+    lv, rv, out_dt, kernel_ok = prepare(L, R, sr)
+    if not kernel_ok:
+        T = generic_product(L, R, sr, lv, rv)
+        return Vector._from_row(T) if push else Vector._from_col(T)
+    cdt = np.dtype(np.bool_) if out_dt is None else out_dt
+    one = xp.ones(1, cdt)
+    n_out = A.ncols if push else A.nrows
+    allow = _allow(xp, mask, n_out)
+    K = masked_kernels(A.device)
+    uv = lv if push else rv
+    av = rv if push else lv
+    a_val, a_hv = cast(xp, av, cdt)
+    if push and A.device == "cpu":
+        u_val, u_hv = cast(xp, uv, cdt)
+        w, has = K.vxm_push(u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow,
+                            n_out, sr.monoid.code, sr.mul_code, one)
+    else:
+        dense = xp.zeros(u.size, cdt)
+        if uv is None:
+            dense[u.indices] = True if cdt == np.bool_ else 1
+        else:
+            dense[u.indices] = uv.astype(cdt)
+        present = xp.zeros(u.size, np.bool_)
+        present[u.indices] = True
+        if push:  # GPU: pull on A's transpose, operands in u ⊗ A order
+            from spla.structure import transpose
+            At = transpose(Matrix._new(A.indptr, A.indices, a_val if a_hv else None, A.shape))
+            a_val, a_hv = cast(xp, At.values, cdt)
+            A = At
+        w, has = K.mxv_pull(A.indptr, A.indices, a_val, a_hv, dense, present, allow,
+                            sr.monoid.code, sr.mul_code, one, push)
+    idx = xp.flatnonzero(has).astype(np.int64)
+    return Vector._new(idx, None if out_dt is None else w[idx], n_out)
+
+
+def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):
+    """Matrix times vector ``w = A ⊕.⊗ u`` over a semiring.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr, shape (m, n)
+    u : Vector of size n
+    semiring : Semiring or str, default ``plus_times``
+    mask, out, accum, replace
+        As in ``spla.mxm``; the mask is a mask of a size-m Vector.
+
+    Returns
+    -------
+    Vector of size m
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, Vector, mxv
+    >>> A = Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    >>> mxv(A, Vector.from_dense(np.array([1.0, 1.0]))).to_dense()
+    array([3., 3.])
+    >>> v = Vector.from_coo([0], size=2)
+    >>> mxv(A, Vector.from_dense(np.array([1.0, 1.0])), mask=~v.S).to_dense()
+    array([0., 3.])
+    """
+    func = "mxv"
+    sr = as_semiring(func, semiring)
+    A = as_matrix(func, "A", A)
+    u = _vector(func, "u", u)
+    if A.ncols != u.size:
+        fail(DimensionMismatch, func, "u", f"a vector of size {A.ncols} (A.ncols)",
+             f"size {u.size}")
+    backend.same_device(func, A, u)
+    mask, out, accum = check_write(func, (A.nrows,), Vector, mask, out, accum, replace)
+    return finish(func, _product_vec(func, A, u, sr, mask, False), mask, out, accum, replace)
+
+
+def vxm(u, A, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):
+    """Vector times matrix ``w = u ⊕.⊗ A`` over a semiring.
+
+    On the CPU the product is pushed from u's entries (its work is the
+    edges of u's entries, what a BFS frontier needs).
+
+    Parameters
+    ----------
+    u : Vector of size m
+    A : Matrix or MxmExpr, shape (m, n)
+    semiring : Semiring or str, default ``plus_times``
+    mask, out, accum, replace
+        As in ``spla.mxm``; the mask is a mask of a size-n Vector.
+
+    Returns
+    -------
+    Vector of size n
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, Vector, semiring, vxm
+    >>> A = Matrix.from_coo([0, 0, 1], [1, 2, 2], shape=(3, 3))
+    >>> vxm(Vector.from_coo([0], size=3), A, semiring.any_secondi).to_dense()
+    array([0, 0, 0])
+    >>> vxm(Vector.from_coo([0, 1], size=3), A, semiring.any_secondi).indices
+    array([1, 2])
+    """
+    func = "vxm"
+    sr = as_semiring(func, semiring)
+    u = _vector(func, "u", u)
+    A = as_matrix(func, "A", A)
+    if A.nrows != u.size:
+        fail(DimensionMismatch, func, "u", f"a vector of size {A.nrows} (A.nrows)",
+             f"size {u.size}")
+    backend.same_device(func, A, u)
+    mask, out, accum = check_write(func, (A.ncols,), Vector, mask, out, accum, replace)
+    return finish(func, _product_vec(func, A, u, sr, mask, True), mask, out, accum, replace)
+
+
+def reduce_scalar(X, monoid="plus"):
+    """All stored values of a Matrix or Vector folded with a monoid.
+
+    Parameters
+    ----------
+    X : Matrix, MxmExpr or Vector
+    monoid : Monoid or str, default 'plus'
+        Also ``'count'`` (the number of stored entries).  No entries give
+        the monoid's identity.
+
+    Returns
+    -------
+    int or float (a structural object's entries count as 1)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, reduce_scalar
+    >>> A = Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 4.0]]))
+    >>> reduce_scalar(A), reduce_scalar(A, "max"), reduce_scalar(A, "count")
+    (7.0, 4.0, 3)
+    """
+    func = "reduce_scalar"
+    if not isinstance(X, Vector):
+        X = as_matrix(func, "X", X)
+    keys, vals = entries(X)
+    if isinstance(monoid, str) and monoid == "count":
+        return int(keys.size)
+    m = as_monoid(func, monoid)
+    xp = X.xp
+    vals = xp.ones(keys.size, np.int64) if vals is None else vals
+    if keys.size == 0:
+        if m.logical:
+            return int(m.identity)
+        return m.identity_for(np.int64 if X.dtype is None else X.dtype).item()
+    _, out = reduce_runs(xp, xp.zeros(keys.size, np.int64), vals, m)
+    v = backend.to_host(out)[0]
+    return int(v) if m.logical else v.item()
+
+
+def kronecker(A, B, op="times", *, mask=None, out=None, accum=None, replace=False):
+    """The Kronecker product: ``C[i*p + k, j*q + l] = op(A[i, j], B[k, l])``.
+
+    Parameters
+    ----------
+    A : Matrix (m, n); B : Matrix (p, q)
+    op : BinaryOp, Monoid or str, default 'times'
+    mask, out, accum, replace
+        As in ``spla.mxm``, for an (m p, n q) result.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix, kronecker
+    >>> A = Matrix.from_dense(np.array([[1.0, 2.0]]))
+    >>> kronecker(A, Matrix.from_dense(np.eye(2))).to_dense()
+    array([[1., 0., 2., 0.],
+           [0., 1., 0., 2.]])
+    """
+    func = "kronecker"
+    A, B = as_matrix(func, "A", A), as_matrix(func, "B", B)
+    op = as_binary(func, "op", op)
+    backend.same_device(func, A, B)
+    xp = A.xp
+    p, q = B.shape
+    shape = (A.nrows * p, A.ncols * q)
+    mask, out, accum = check_write(func, shape, Matrix, mask, out, accum, replace)
+    ka, va = entries(A)
+    kb, vb = entries(B)
+    ai, aj = positions(A, ka)
+    bi, bj = positions(B, kb)
+    ai, aj = xp.repeat(ai, kb.size), xp.repeat(aj, kb.size)
+    bi, bj = xp.tile(bi, ka.size), xp.tile(bj, ka.size)
+    rows, cols = ai * p + bi, aj * q + bj
+    keys = rows * np.int64(max(shape[1], 1)) + cols
+    if va is None and vb is None and op.name in ("pair", "any", "first", "second", "min", "max"):
+        vals = None
+    else:
+        x = xp.repeat(xp.ones(ka.size, np.int64) if va is None else va, kb.size)
+        y = xp.tile(xp.ones(kb.size, np.int64) if vb is None else vb, ka.size)
+        vals = op(x, y, rows, cols, func=func)
+    order = xp.argsort(keys, kind="stable")
+    like = Matrix._new(xp.zeros(shape[0] + 1, np.int64), xp.zeros(0, np.int64), None, shape)
+    T = rebuild(like, keys[order], None if vals is None else vals[order])
+    return finish(func, T, mask, out, accum, replace)
+
+
+def _same_kind(func, A, B):
+    if isinstance(A, Vector) or isinstance(B, Vector):
+        for X, arg in ((A, "A"), (B, "B")):
+            _vector(func, arg, X)
+        if A.size != B.size:
+            fail(DimensionMismatch, func, "B", f"size {A.size} (A's size)", f"size {B.size}")
+        return A, B
+    A, B = as_matrix(func, "A", A), as_matrix(func, "B", B)
+    if A.shape != B.shape:
+        fail(DimensionMismatch, func, "B", f"shape {A.shape} (A's shape)", f"shape {B.shape}")
+    return A, B
+
+
+def ewise_generic(func, A, B, op, union, mask, out, accum, replace, defaults=(None, None)):
+    """Element-wise union or intersection with any binary operator."""
+    A, B = _same_kind(func, A, B)
+    op = as_binary(func, "op", op)
+    backend.same_device(func, A, B)
+    mask, out, accum = check_write(func, A.shape, type(A), mask, out, accum, replace)
+    T = merge(func, A, B, op, union, *defaults)
+    return finish(func, T, mask, out, accum, replace)
+
+
+def ewise_union(A, B, op, left_default, right_default, *, mask=None, out=None, accum=None,
+                replace=False):
+    """Union of two patterns where one-sided entries meet the other side's default.
+
+    ``C[i, j] = op(A[i, j], B[i, j])`` where both are present,
+    ``op(A[i, j], right_default)`` where only A is, ``op(left_default,
+    B[i, j])`` where only B is (GxB_eWiseUnion).
+
+    Parameters
+    ----------
+    A, B : Matrix or Vector, same shape
+    op : BinaryOp, Monoid or str
+    left_default, right_default : scalar
+    mask, out, accum, replace
+        As in ``spla.mxm``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Vector, ewise_union, binary
+    >>> u = Vector.from_dense(np.array([5.0, 0.0, 1.0]))
+    >>> v = Vector.from_dense(np.array([1.0, 2.0, 0.0]))
+    >>> ewise_union(u, v, binary.minus, 0.0, 0.0).to_dense()
+    array([ 4., -2.,  1.])
+    """
+    for arg, d in (("left_default", left_default), ("right_default", right_default)):
+        if not isinstance(d, (int, float, np.integer, np.floating)) or isinstance(d, bool):
+            fail(InvalidValue, "ewise_union", arg, "a real scalar", describe(d))
+    return ewise_generic("ewise_union", A, B, op, True, mask, out, accum, replace,
+                         (left_default, right_default))
+
+
+def _assign_targets(func, C, rows, cols):
+    if isinstance(C, Vector):
+        idx = as_index_array(func, "rows", rows, C.size) if rows is not None else None
+        return C.xp.asarray(np.arange(C.size) if idx is None else idx).astype(np.int64), None
+    r = np.arange(C.nrows) if rows is None else as_index_array(func, "rows", rows, C.nrows)
+    c = np.arange(C.ncols) if cols is None else as_index_array(func, "cols", cols, C.ncols)
+    return C.xp.asarray(r).astype(np.int64), C.xp.asarray(c).astype(np.int64)
+
+
+def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=False):
+    """``C(rows, cols)<mask> accum= value`` (GrB_assign): a new object.
+
+    Parameters
+    ----------
+    C : Matrix or Vector
+        The output operand (not modified).
+    value : scalar, Matrix (len(rows) x len(cols)) or Vector (len(rows))
+        A scalar is written to every position of the submatrix.
+    rows, cols : array_like of int, optional
+        Distinct positions; None means all (``cols`` is ignored for a Vector).
+    mask : Mask, optional
+        A mask of C's shape.
+    accum : BinaryOp, Monoid or str, optional
+    replace : bool, default False
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Vector, assign
+    >>> w = Vector.from_coo([0], [1.0], size=4)
+    >>> assign(w, 7.0, [1, 3]).to_dense()
+    array([1., 7., 0., 7.])
+    >>> assign(w, 7.0, mask=~w.S).to_dense()
+    array([1., 7., 7., 7.])
+    """
+    func = "assign"
+    if not isinstance(C, (Matrix, Vector)):
+        fail(DTypeError, func, "C", "a spla.Matrix or spla.Vector", describe(C))
+    r, c = _assign_targets(func, C, rows, cols)
+    xp = C.xp
+    region = r if c is None else (r[:, None] * np.int64(max(C.ncols, 1)) + c[None, :]).ravel()
+    if xp.unique(region).size != region.size:
+        fail(InvalidValue, func, "rows/cols", "distinct positions", "repeated indices")
+    if isinstance(value, (Matrix, Vector)):
+        want = (r.size,) if c is None else (r.size, c.size)
+        if type(value) is not type(C) or tuple(value.shape) != want:
+            fail(DimensionMismatch, func, "value", f"a {type(C).__name__} of shape {want}",
+                 describe(value))
+        kv, vv = entries(value)
+        sr_, sc_ = positions(value, kv)
+        keys = r[sr_] if c is None else r[sr_] * np.int64(max(C.ncols, 1)) + c[sc_]
+    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        keys, vv = region, xp.full(region.size, value)
+    else:
+        fail(DTypeError, func, "value", "a scalar, Matrix or Vector", describe(value))
+    order = xp.argsort(keys, kind="stable")
+    T = rebuild(C, keys[order], None if vv is None else vv[order])
+    mask, _, accum = check_write(func, C.shape, type(C), mask, C, accum, replace)
+    # Z: C with its region replaced by T (or accum(C's region, T)); then the
+    # mask decides, over all of C, where Z is written (C_API's GrB_assign).
+    kc, vc = entries(C)
+    inside = member(xp.sort(region), kc)
+    Cin = rebuild(C, kc[inside], None if vc is None else vc[inside])
+    Zr = T if accum is None else merge(func, Cin, T, accum, True)
+    kr, vr = entries(Zr)
+    ko, vo = kc[~inside], (None if vc is None else vc[~inside])
+    keys = xp.concatenate([kr, ko])
+    vals = None
+    if vr is not None or vo is not None:
+        vals = xp.concatenate([ones_if_none(xp, vr, kr.size), ones_if_none(xp, vo, ko.size)])
+    order = xp.argsort(keys, kind="stable")
+    Z = rebuild(C, keys[order], None if vals is None else vals[order])
+    return finish(func, Z, mask, C, None, replace) if mask is not None else Z

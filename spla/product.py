@@ -1,0 +1,153 @@
+"""How a product over any semiring reaches the kernels (internal to spla).
+
+``prepare`` turns the operands of a semiring product into kernel inputs:
+positional operators (``firsti``, ``secondj``, ...) become ``first`` /
+``second`` on operands whose values are their row or column ids, logical
+ones run on operands cast to 0/1.  Semirings the compiled kernels can run
+go there (masked kernels when a mask bounds the output); the others
+(user-defined operators, ``lxor``, a logical monoid over a numeric
+operator) expand the products as arrays and reduce each output entry's run
+with the monoid's ufunc: memory O(products), the price of generality.
+"""
+
+import importlib
+
+import numpy as np
+
+from spla import backend
+from spla.matrix import Matrix, _narrow_indices
+from spla.util import row_ids
+
+_UFUNCS = {"plus": np.add, "times": np.multiply, "min": np.minimum, "max": np.maximum,
+           "lor": np.logical_or, "land": np.logical_and, "lxor": np.logical_xor}
+
+
+def masked_kernels(device):
+    """The ``masked`` kernel module of a device (imported on first use)."""
+    K = backend.kernels_for(device)
+    return importlib.import_module(K.__name__ + ".masked")
+
+
+def _ids(X, use_rows):
+    return row_ids(X.indptr) if use_rows else X.indices.astype(np.int64)
+
+
+def prepare(A, B, sr):
+    """(a_vals, b_vals, out_dtype, kernel_ok): operand values as the kernels need them.
+
+    Values are None for a structural operand; ``out_dtype`` is None for a
+    structural result.
+    """
+    b = sr.binop
+    av, bv = A.values, B.values
+    if b is not None and b.positional:
+        ids = _ids(A if b.positional.startswith("first") else B, b.positional.endswith("i"))
+        if b.positional.startswith("first"):
+            av = ids
+        else:
+            bv = ids
+    elif b is not None and b.logical:
+        av = None if av is None else (av != 0).astype(np.int64)
+        bv = None if bv is None else (bv != 0).astype(np.int64)
+    out_dt = sr.output_dtype(None if av is None else av.dtype, None if bv is None else bv.dtype)
+    numeric_into_logical = sr.monoid.logical and not (b is not None and b.logical)
+    kernel_ok = sr.kernel_ready and not numeric_into_logical and not (b is not None and b.is_user)
+    return av, bv, out_dt, kernel_ok
+
+
+def cast(xp, vals, dt):
+    """(values cast to dt or an empty array, has_values) for kernels."""
+    if vals is None:
+        return xp.zeros(0, dt), False
+    return vals.astype(dt, copy=False), True
+
+
+def product(A, B, sr, mask=None):
+    """``A ⊕.⊗ B`` as a Matrix; with a (checked) mask, at least its entries.
+
+    A mask that is not complemented bounds the work (masked kernel); the
+    caller still applies the mask (``spla.mask.finish``), so any extra
+    entries computed here never reach the user.
+    """
+    av, bv, out_dt, kernel_ok = prepare(A, B, sr)
+    if not kernel_ok:
+        return generic_product(A, B, sr, av, bv)
+    if mask is not None and not mask.complement and isinstance(mask.parent, Matrix):
+        return _masked_spgemm(A, B, sr, av, bv, out_dt, mask)
+    from spla.mxm import _kernel_product
+    return _kernel_product(A, B, sr, av, bv, out_dt)
+
+
+def _masked_spgemm(A, B, sr, av, bv, out_dt, mask):
+    xp = A.xp
+    cdt = np.dtype(np.bool_) if out_dt is None else out_dt
+    a_val, a_hv = cast(xp, av, cdt)
+    b_val, b_hv = cast(xp, bv, cdt)
+    M = mask.parent
+    if mask.structural or M.values is None:
+        m_ok = xp.ones(M.nnz, np.bool_)
+    else:
+        m_ok = M.values != 0
+    out_val, hit = masked_kernels(A.device).masked_spgemm(
+        A.indptr, A.indices, a_val, a_hv, B.indptr, B.indices, b_val, b_hv, M.indptr,
+        M.indices, m_ok, sr.monoid.code, sr.mul_code, xp.ones(1, cdt))
+    counts = xp.bincount(row_ids(M.indptr)[hit], minlength=M.nrows) if M.nnz else \
+        xp.zeros(M.nrows, np.int64)
+    ptr = xp.concatenate([xp.zeros(1, np.int64), xp.cumsum(counts).astype(np.int64)])
+    return Matrix._new(ptr, _narrow_indices(M.indices[hit], B.ncols),
+                       None if out_dt is None else out_val[hit], (A.nrows, B.ncols))
+
+
+def expand(A, B):
+    """(a_pos, b_pos, i, k, j): every product term A[i, k] B[k, j] as arrays."""
+    xp = A.xp
+    deg = xp.diff(B.indptr)[A.indices]
+    total = int(deg.sum())
+    a_pos = xp.repeat(xp.arange(A.nnz, dtype=np.int64), deg)
+    first = xp.cumsum(deg) - deg
+    b_pos = B.indptr[A.indices.astype(np.int64)][a_pos] + (
+        xp.arange(total, dtype=np.int64) - first[a_pos])
+    i = row_ids(A.indptr)[a_pos]
+    k = A.indices.astype(np.int64)[a_pos]
+    return a_pos, b_pos, i, k, B.indices.astype(np.int64)[b_pos]
+
+
+def reduce_runs(xp, keys, vals, monoid):
+    """(run keys, run values): the values of each run of equal sorted keys folded."""
+    if keys.size == 0:
+        return keys, vals
+    starts = xp.flatnonzero(xp.concatenate([xp.ones(1, bool), keys[1:] != keys[:-1]]))
+    if monoid.name == "any":
+        return keys[starts], vals[starts]
+    uf = _UFUNCS[monoid.name]
+    if monoid.logical:
+        vals = vals != 0
+    out = uf.reduceat(backend.to_host(vals), backend.to_host(starts))
+    return keys[starts], xp.asarray(out)
+
+
+def generic_product(A, B, sr, av, bv):
+    """The product by expansion of its terms (any operator, any monoid)."""
+    on_gpu = A.device == "cuda"
+    if on_gpu:  # ufunc.reduceat and user operators run on the host
+        A, B = A.to("cpu"), B.to("cpu")
+        av, bv = (None if v is None else backend.to_host(v) for v in (av, bv))
+    xp = np
+    a_pos, b_pos, i, k, j = expand(A, B)
+    x = xp.ones(a_pos.size, np.int64) if av is None else av[a_pos]
+    y = xp.ones(b_pos.size, np.int64) if bv is None else bv[b_pos]
+    b = sr.binop
+    if b.positional:  # ids already substituted by prepare
+        t = x if b.positional.startswith("first") else y
+    else:
+        t = b(x, y, i, j, func="mxm")
+    keys = i * np.int64(max(B.ncols, 1)) + j
+    order = xp.argsort(keys, kind="stable")
+    rk, rv = reduce_runs(xp, keys[order], t[order], sr.monoid)
+    from spla.operators import _as_value_dtype
+    rv = _as_value_dtype(rv)
+    n = np.int64(max(B.ncols, 1))
+    ptr = xp.searchsorted(rk // n, xp.arange(A.nrows + 1, dtype=np.int64)).astype(np.int64)
+    C = Matrix._new(ptr, _narrow_indices(rk % n, B.ncols),
+                    None if sr.structural else rv, (A.nrows, B.ncols))
+    return C.to("cuda") if on_gpu else C
