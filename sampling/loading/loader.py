@@ -10,31 +10,26 @@ every rank.
 """
 
 import dataclasses
-import sys
 import threading
+import time
+from dataclasses import dataclass
 
-import numpy as np
-
-from spla import backend
 from spla import comm as C
-from spla.checks import as_index_array, as_int, as_u64, describe, fail
-from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
+from spla.checks import as_int, as_u64, describe, fail
+from spla.exceptions import DTypeError, InvalidValue, LayoutError
 from spla.layout import chunk
-from spla.matrix import Matrix
 
+from sampling.loading.epochs import (MAX_EPOCH, PartShares, as_epoch, as_seeds, count_batches,
+                                     cut, cut_epoch, fingerprint)
+from sampling.loading.features import FeatureStore
+from sampling.loading.inputs import Inputs
+from sampling.loading.pipeline import Prefetcher, prefetch_allowed
 from sampling.samplers.base import Sampler, owned_batches
 from sampling.samplers.batches import BulkPlanner, epoch_batches, step_major_bulks
-from sampling.loading.features import FeatureStore
-from sampling.samplers.minibatch import _require_torch
-from sampling.loading.pipeline import Prefetcher, prefetch_allowed
-from sampling.datasets.validation import check_labels, host_array
 
 #: Minibatches sampled per pass on each rank when neither ``bulk`` nor
 #: ``memory_budget`` is given.
 DEFAULT_BULK = 16
-
-#: Epochs are below this (the shuffle's random stream holds 47 bits of epoch).
-MAX_EPOCH = 2 ** 47
 
 
 class NodeLoader:
@@ -93,11 +88,32 @@ class NodeLoader:
         Where ``mb.x`` and ``mb.y`` go ("cpu", "cuda", "cuda:1", ...).  The
         blocks stay where the sampler's graph is (on the GPU for a graph
         on the GPU).
+    comm : MPI communicator, optional
+        Data parallelism over ``comm`` for a sampler on a local (replicated)
+        graph, as ``torch``'s ``DistributedSampler``: each rank samples and
+        yields its own share of every epoch (see Notes, MPI).  For a sampler
+        on a ``DistMatrix`` it is the matrix's communicator (None or a
+        congruent one).
+    partition : spla.partition.Partition, optional
+        Under MPI, each rank trains the seeds of its own part first
+        (``sampling.samplers.batches.seeds_by_part``, DistDGL's split), so
+        with a locality-aware partition (METIS) most of a rank's
+        neighbourhoods and features are local.  ``p / c`` parts for ``p``
+        ranks with replication ``c`` (the DistMatrix layout's; 1 for a local
+        graph).  Default: the seeds are dealt over the ranks without regard
+        to the graph.
 
     Attributes
     ----------
     epoch : int
         The epoch that the next ``iter(loader)`` samples (see Notes).
+    bulk : int
+        Minibatches per ``sampler.sample`` call on each rank.
+
+    The iterator of an epoch (``it = iter(loader)``) has ``it.epoch`` and
+    ``it.stats``, a ``LoaderStats`` of what producing its bulks cost so far
+    (seconds sampling, seconds gathering features and labels, seconds the
+    consumer waited for a prefetched bulk, sampled edges).
 
     Raises
     ------
@@ -201,64 +217,74 @@ class NodeLoader:
 
     def __init__(self, sampler, seeds, batch_size, *, features=None, labels=None,
                  shuffle=True, drop_last=False, seed=0, bulk=None, memory_budget=None,
-                 prefetch=0, device="cpu"):
+                 prefetch=0, device="cpu", comm=None, partition=None):
         func = "NodeLoader"
         if not isinstance(sampler, Sampler):
             # No communicator can be known without a sampler: a local error.
             fail(DTypeError, func, "sampler", "a sampling.Sampler (GraphSAGE, LADIES, "
                  "FastGCN or a subclass)", describe(sampler))
-        D = getattr(sampler, "D", None)
-        partitioned = isinstance(features, FeatureStore) and not features.replicated
-        comm = D.comm if D is not None else (features.comm if partitioned else None)
+        comm = _comm_of(func, sampler, features, comm)
         self.sampler = sampler
+        self.comm = comm
         self._lock = threading.Lock()
         self._next_epoch = 0
         with C.collective_checks(comm):
-            n = sampler.num_nodes
-            self._seeds = _as_seeds(func, seeds, n)
-            N = int(self._seeds.size)
-            self.batch_size = as_int(func, "batch_size", batch_size, minimum=1)
-            self.shuffle = bool(shuffle)
-            self.drop_last = bool(drop_last)
-            self.seed = as_u64(func, "seed", seed)
-            self.prefetch = as_int(func, "prefetch", prefetch, minimum=0)
-            self._p = 1 if D is None else comm.Get_size()
-            self._num_batches = _count_batches(func, N, self.batch_size, self._p,
-                                               self.drop_last)
-            per_rank, self.memory_budget = self._bulk_option(func, bulk, memory_budget,
-                                                             min(self.batch_size, N))
-            self._features, self._feature_kind = _as_features(func, features, n)
-            need_torch = features is not None or labels is not None
-            self._torch = _require_torch(func) if need_torch else None
-            self.device = _as_device(func, device, self._torch)
-            self._labels = None if labels is None else _as_labels(func, labels, n,
-                                                                  self._torch, self.device)
+            self._check_args(func, seeds, batch_size, shuffle, drop_last, seed, prefetch,
+                             partition)
+            per_rank, self.memory_budget = self._bulk_option(
+                func, bulk, memory_budget, min(self.batch_size, int(self._seeds.size)))
+            self._inputs = Inputs(func, sampler.num_nodes, features, labels, device)
+        self.device = self._inputs.device
         if comm is not None:
-            # Everything that steers the collectives of an epoch (how many
-            # bulks, of how many minibatches, of which seeds) must agree.
-            budget = -1 if self.memory_budget is None else min(self.memory_budget, 2 ** 62)
-            fp = _fingerprint(self._seeds)
-            C.check_same(comm, func, "seeds, batch_size, shuffle, drop_last, seed, bulk and "
-                         "memory_budget",
-                         [N, fp >> 32, fp & 0xFFFFFFFF, self.batch_size, int(self.shuffle),
-                          int(self.drop_last), self.seed >> 32, self.seed & 0xFFFFFFFF,
-                          -1 if bulk is None else per_rank, budget],
-                         show=_show_args)
-            if self.memory_budget is not None:
-                # Each rank's estimate reads its own block of the graph.
-                per_rank = C.agree_min(comm, per_rank)
+            per_rank = self._agree(func, per_rank, bulk)
         self.bulk = per_rank
         # What the background thread samples and fetches with: under MPI,
-        # twins on duplicated communicators (see sampling.loading.pipeline), made here
-        # because construction is collective and happens once, in the same
-        # order on every rank (iter() may be called from several threads).
+        # twins on duplicated communicators (see sampling.loading.pipeline),
+        # made here because construction is collective and happens once, in
+        # the same order on every rank (iter() may be called from several
+        # threads).
         self._bg = None
         if self.prefetch and prefetch_allowed(comm, func):
+            F = self._inputs.features
             if comm is None:
-                self._bg = (sampler, self._features)
+                self._bg = (sampler, F)
             else:
-                store = self._features if self._feature_kind == "store" else None
-                self._bg = (sampler.dup(), self._features if store is None else store.dup())
+                # A local sampler and a replicated store are their own twins.
+                self._bg = (sampler.dup(), F.dup() if self._inputs.kind == "store" else F)
+
+    def _check_args(self, func, seeds, batch_size, shuffle, drop_last, seed, prefetch,
+                    partition):
+        """The epoch's arguments, checked (collectively under MPI)."""
+        self._seeds = as_seeds(func, seeds, self.sampler.num_nodes)
+        N = int(self._seeds.size)
+        self.batch_size = as_int(func, "batch_size", batch_size, minimum=1)
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self.seed = as_u64(func, "seed", seed)
+        self.prefetch = as_int(func, "prefetch", prefetch, minimum=0)
+        self._p = 1 if self.comm is None else self.comm.Get_size()
+        self._shares = None
+        if partition is not None:
+            self._shares = _part_shares(func, self, partition)
+            self._num_batches = self._shares.num_batches
+        else:
+            self._num_batches = count_batches(func, N, self.batch_size, self._p,
+                                              self.drop_last)
+
+    def _agree(self, func, per_rank, bulk):
+        """Collective: the ranks agree on everything that steers an epoch's collectives."""
+        budget = -1 if self.memory_budget is None else min(self.memory_budget, 2 ** 62)
+        fp = fingerprint(self._seeds)
+        C.check_same(self.comm, func, "seeds, batch_size, shuffle, drop_last, seed, bulk and "
+                     "memory_budget",
+                     [int(self._seeds.size), fp >> 32, fp & 0xFFFFFFFF, self.batch_size,
+                      int(self.shuffle), int(self.drop_last), self.seed >> 32,
+                      self.seed & 0xFFFFFFFF, -1 if bulk is None else per_rank, budget],
+                     show=_show_args)
+        if self.memory_budget is not None:
+            # Each rank's estimate reads its own block of the graph.
+            per_rank = C.agree_min(self.comm, per_rank)
+        return per_rank
 
     # -- construction helpers ---------------------------------------------------
     def _bulk_option(self, func, bulk, memory_budget, largest):
@@ -309,7 +335,7 @@ class NodeLoader:
         >>> it.epoch, loader.epoch
         (5, 6)
         """
-        epoch = _as_epoch("NodeLoader.set_epoch", epoch)
+        epoch = as_epoch("NodeLoader.set_epoch", epoch)
         with self._lock:
             self._next_epoch = epoch
 
@@ -318,7 +344,7 @@ class NodeLoader:
             epoch = self._next_epoch
             self._next_epoch = epoch + 1
         # A counter run past the shuffle's range (or set there) raises here.
-        _as_epoch("NodeLoader", epoch)
+        as_epoch("NodeLoader", epoch)
         return _EpochIterator(self, epoch)
 
     def __len__(self):
@@ -327,23 +353,41 @@ class NodeLoader:
 
     def __repr__(self):
         # "scipy" is how sparse features (scipy or spla) are held internally.
-        kind = {"scipy": "sparse", None: "none"}.get(self._feature_kind, self._feature_kind)
+        kind = {"scipy": "sparse", None: "none"}.get(self._inputs.kind, self._inputs.kind)
         return (f"<NodeLoader {type(self.sampler).__name__}, {self._seeds.size} seeds, "
                 f"batch_size {self.batch_size}, {len(self)} minibatches per epoch"
                 + (f" on each of {self._p} ranks" if self._p > 1 else "")
+                + (" (seeds by part)" if self._shares is not None else "")
                 + f", bulk {self.bulk}, shuffle={self.shuffle}, drop_last={self.drop_last}, "
                 f"seed {self.seed}, next epoch {self.epoch}, prefetch {self.prefetch}, "
-                f"features: {kind}, labels: {'yes' if self._labels is not None else 'none'}, "
+                f"features: {kind}, labels: "
+                f"{'yes' if self._inputs.labels is not None else 'none'}, "
                 f"device {self.device}>")
 
-    def _batches(self, epoch):
-        """The epoch's minibatches (every rank's), in batch-id order."""
+    def batches(self, epoch):
+        """Every rank's minibatches of epoch ``epoch`` (seed arrays, in batch-id order).
+
+        Minibatch ``i`` is sampled with ``batch_ids=[i]``; under MPI rank
+        ``r`` trains minibatches ``r, r + p, r + 2p, ...``.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> from sampling import GraphSAGE, NodeLoader
+        >>> A = spla.Matrix.from_dense(np.ones((6, 6)) - np.eye(6))
+        >>> loader = NodeLoader(GraphSAGE(A, [2]), np.arange(6), 4, shuffle=False)
+        >>> [b.tolist() for b in loader.batches(0)]
+        [[0, 1, 2, 3], [4, 5]]
+        """
+        epoch = as_epoch("NodeLoader.batches", epoch)
         seeds = self._seeds
         # epoch_batches with one minibatch of all the seeds is its whole
         # permutation: cut by b on one process, this is epoch_batches(seeds, b).
         order = (epoch_batches(seeds, seeds.size, seed=self.seed, epoch=epoch)[0]
                  if self.shuffle else seeds)
-        return _cut(order, self.batch_size, self._num_batches, self._p, self.drop_last)
+        if self._shares is not None:
+            return self._shares.cut(order)
+        return cut(order, self.batch_size, self._num_batches, self._p, self.drop_last)
 
     def _bulks(self):
         """Batch ids of each bulk, in the order handed to ``sampler.sample``.
@@ -351,92 +395,98 @@ class NodeLoader:
         One process: consecutive ids.  p ranks: step ``s`` of rank ``r``
         trains minibatch ``s * p + r``, whatever the bulk size; each bulk
         covers ``bulk`` steps and its ids are placed at the positions the
-        sampler assigns to each rank (``owned_batches``), so every rank gets
-        its own minibatches, in step order.
+        sampler assigns to each rank (``owned_batches``; a local sampler's
+        rank r samples the r-th of p equal slices), so every rank gets its
+        own minibatches, in step order.
         """
         m, p, q = self._num_batches, self._p, self.bulk
         if p == 1:
             return [list(range(i, min(m, i + q))) for i in range(0, m, q)]
+        return step_major_bulks(m // p, p, q, self._positions)
+
+    def _positions(self, k, rank):
+        """Positions, in a bulk of ``k``, of the minibatches ``rank`` samples and trains."""
         D = self.sampler.D
-        return step_major_bulks(m // p, p, q, lambda k, r: owned_batches(
-            k, D.layout, r, self.sampler._by_process_row))
+        if D is not None:
+            return owned_batches(k, D.layout, rank, self.sampler.by_process_row)
+        return list(range(*chunk(k, self._p, rank)))
 
     def _sample_bulk(self, epoch, batches, ids, sampler, features):
         """Sample one bulk and attach its features and labels: this rank's minibatches.
 
         ``sampler`` and ``features`` are the loader's, or their twins on
-        duplicated communicators in the background thread.
+        duplicated communicators in the background thread.  Returns the
+        minibatches, the seconds sampling and the seconds gathering.
         """
+        t0 = time.perf_counter()
+        if self.comm is not None and sampler.D is None:
+            # A local sampler samples only this rank's minibatches: the draws
+            # are keyed by batch id, so they are those of the whole bulk.
+            ids = [ids[i] for i in self._positions(len(ids), self.comm.Get_rank())]
         mbs = sampler.sample([batches[i] for i in ids], seed=self.seed, epoch=epoch,
-                             batch_ids=ids)
-        xs = self._gather_x([mb.input_nodes for mb in mbs], features)
-        ys = self._gather_y([mb.seeds for mb in mbs])
-        return [dataclasses.replace(mb, x=None if xs is None else xs[j],
-                                    y=None if ys is None else ys[j],
-                                    meta={**mb.meta, "epoch": epoch})
-                for j, mb in enumerate(mbs)]
+                             batch_ids=ids) if ids else []
+        t1 = time.perf_counter()
+        xs = self._inputs.gather_x([mb.input_nodes for mb in mbs], features)
+        ys = self._inputs.gather_y([mb.seeds for mb in mbs])
+        mbs = [dataclasses.replace(mb, x=None if xs is None else xs[j],
+                                   y=None if ys is None else ys[j],
+                                   meta={**mb.meta, "epoch": epoch})
+               for j, mb in enumerate(mbs)]
+        return mbs, t1 - t0, time.perf_counter() - t1
 
-    # -- features and labels ------------------------------------------------------
-    def _gather_x(self, parts, F):
-        """The feature rows of each array of ``parts``, from one gather per bulk of ``F``."""
-        kind = self._feature_kind
-        if kind is None:
-            return None
-        torch = self._torch
-        ids = backend.concatenate(parts)
-        if kind == "store":
-            # Collective when partitioned: called once per bulk on every rank.
-            X = torch.from_numpy(F.fetch(ids)).to(self.device)
-        elif kind == "torch":
-            X = F[_torch_index(torch, ids, F.device)].to(self.device, torch.float32)
-        elif kind == "scipy":
-            rows = F[backend.to_host(ids)].toarray()
-            X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
-        else:  # numpy
-            rows = F[backend.to_host(ids)]
-            X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
-        return list(X.split([int(a.size) for a in parts]))
 
-    def _gather_y(self, parts):
-        if self._labels is None:
-            return None
-        Y = self._labels[_torch_index(self._torch, backend.concatenate(parts),
-                                      self._labels.device)]
-        return list(Y.split([int(a.size) for a in parts]))
+@dataclass
+class LoaderStats:
+    """What producing an epoch's bulks has cost so far, on this rank.
+
+    With prefetch, ``sample`` and ``fetch`` are seconds of the background
+    thread, and ``wait`` the seconds the consumer was blocked waiting for a
+    bulk: the part of sampling and fetching that the loop did not hide.
+    """
+
+    #: seconds in ``sampler.sample``
+    sample: float = 0.0
+    #: seconds gathering features and labels
+    fetch: float = 0.0
+    #: seconds the consumer waited for a prefetched bulk
+    wait: float = 0.0
+    #: bulks produced
+    bulks: int = 0
+    #: sampled edges of this rank's minibatches
+    sampled_edges: int = 0
 
 
 class _EpochIterator:
     """The minibatches of one epoch (one consumer thread).
 
-    ``epoch`` is the epoch it samples.  With ``prefetch`` it owns a
-    ``sampling.loading.pipeline.Prefetcher`` (a background thread), stopped by
-    ``close()``, at the end of the epoch, on an error, or when the iterator
-    is garbage-collected.
+    ``epoch`` is the epoch it samples, ``stats`` a ``LoaderStats``.  With
+    ``prefetch`` it owns a ``sampling.loading.pipeline.Prefetcher`` (a
+    background thread), stopped by ``close()``, at the end of the epoch, on
+    an error, or when the iterator is garbage-collected.
     """
 
     def __init__(self, loader, epoch):
         self.epoch = epoch
-        batches = loader._batches(epoch)
+        self.stats = LoaderStats()
+        batches = loader.batches(epoch)
         bulks = loader._bulks()
         self._count = len(bulks)
         self._next_bulk = 0
         self._pending = []
         self._done = False
         self._worker = None
+        sampler, features = loader.sampler, loader._inputs.features
         if loader._bg is not None and bulks:
             sampler, features = loader._bg
 
-            def make(i):
-                return loader._sample_bulk(epoch, batches, bulks[i], sampler, features)
+        def make(i):
+            return loader._sample_bulk(epoch, batches, bulks[i], sampler, features)
 
+        if loader._bg is not None and bulks:
             # The prefetcher stops itself when this iterator drops it: its
             # thread never refers to the iterator.
             self._worker = Prefetcher(make, len(bulks), loader.prefetch,
                                       name="NodeLoader-prefetch")
-        else:
-            def make(i):
-                return loader._sample_bulk(epoch, batches, bulks[i], loader.sampler,
-                                           loader._features)
         self._make = make
 
     def __iter__(self):
@@ -449,204 +499,75 @@ class _EpochIterator:
                 raise StopIteration
             try:
                 if self._worker is None:
-                    bulk = self._make(self._next_bulk)
+                    mbs, ts, tf = self._make(self._next_bulk)
                 else:
-                    bulk = self._worker.get().value
+                    item = self._worker.get()
+                    mbs, ts, tf = item.value
+                    self.stats.wait += item.waited
             except BaseException:
                 self.close()
                 raise
+            st = self.stats
+            st.sample += ts
+            st.fetch += tf
+            st.bulks += 1
+            st.sampled_edges += sum(mb.num_sampled_edges for mb in mbs)
             self._next_bulk += 1
-            self._pending = list(reversed(bulk))
+            self._pending = list(reversed(mbs))
         return self._pending.pop()
 
     def close(self):
         """Stop sampling ahead (joins the background thread); the epoch ends here."""
+        self.stop()
+
+    def stop(self, timeout=None):
+        """End the epoch here; wait at most ``timeout`` seconds for the background thread.
+
+        ``timeout=None`` waits until it has ended (``close``).  With a
+        timeout, a thread still running after it is left to end on its own
+        (under MPI it may be blocked in a collective that other ranks left):
+        returns whether it has ended.
+        """
         self._done = True
         self._pending = []
-        if self._worker is not None:
+        if self._worker is None:
+            return True
+        if timeout is None:
             self._worker.stop()
+            return True
+        self._worker.stop(wait=False)
+        return self._worker.join(timeout)
 
 
-# -- argument checks ----------------------------------------------------------------
-def _as_epoch(func, epoch):
-    epoch = as_int(func, "epoch", epoch, minimum=0)
-    if epoch >= MAX_EPOCH:
-        fail(InvalidValue, func, "epoch", "an integer below 2**47", epoch)
-    return epoch
+def _comm_of(func, sampler, features, comm):
+    """The loader's communicator: the DistMatrix's, a given one, or a partitioned store's."""
+    D = sampler.D
+    if comm is not None and comm.Get_size() == 1:
+        comm = None if D is None else comm
+    if D is not None:
+        if comm is not None and comm.Compare(D.comm) not in (C.mpi().IDENT,
+                                                             C.mpi().CONGRUENT):
+            fail(LayoutError, func, "comm", "None or the communicator of the sampler's "
+                 "DistMatrix", f"another communicator (of {comm.Get_size()} rank(s))")
+        return D.comm
+    if comm is not None:
+        return comm
+    if isinstance(features, FeatureStore) and not features.replicated:
+        return features.comm
+    return None
 
 
-def _torch_module_of(x):
-    torch = sys.modules.get("torch")
-    return torch if torch is not None and isinstance(x, torch.Tensor) else None
-
-
-def _as_seeds(func, seeds, n):
-    """Distinct vertex ids in [0, n) (host int64), from ids or a boolean mask."""
-    a = host_array(func, "seeds", seeds)
-    if a.dtype == np.bool_:
-        if a.ndim != 1 or a.size != n:
-            fail(DimensionMismatch, func, "seeds", f"a boolean mask of length {n} (one entry "
-                 "per vertex) or an array of vertex ids", describe(a))
-        a = np.flatnonzero(a)
-        if not a.size:
-            fail(InvalidValue, func, "seeds", "a mask selecting at least one vertex",
-                 "a mask with no True entry")
-    ids = np.asarray(as_index_array(func, "seeds", a, n, allow_empty=False), np.int64)
-    s = np.sort(ids)
-    dup = s[1:][s[1:] == s[:-1]]
-    if dup.size:
-        fail(InvalidValue, func, "seeds", "distinct vertex ids", f"vertex {int(dup[0])} twice")
-    return ids
-
-
-def _count_batches(func, N, b, p, drop_last):
-    """Minibatches of an epoch over all ranks (a multiple of p when p > 1)."""
-    if p == 1:
-        if drop_last:
-            if b > N:
-                fail(InvalidValue, func, "batch_size", f"at most the number of seeds ({N}) "
-                     "when drop_last=True (else the epoch is empty)", b)
-            return N // b
-        return -(-N // b)
-    if drop_last:
-        m = p * (N // (p * b))
-        if m == 0:
-            fail(InvalidValue, func, "batch_size",
-                 f"at most N / p = {N} / {p} with drop_last=True (every rank needs a full "
-                 f"minibatch of batch_size seeds)", b)
-        return m
-    m = p * -(-N // (p * b))
-    if m > N:
-        # Each rank needs a non-empty minibatch per step: m minibatches of
-        # at most b seeds need m <= N seeds.
-        if N < p:
-            fail(InvalidValue, func, "seeds", f"at least one seed per rank ({p} ranks)",
-                 f"{N} seeds")
-        q = N // p
-        fail(InvalidValue, func, "batch_size",
-             f"at least {-(-N // (p * q))} (with {N} seeds on {p} ranks a smaller batch "
-             f"cannot give every rank the same number of non-empty minibatches)", b)
-    return m
-
-
-def cut_epoch(func, order, b, p, drop_last=False):
-    """An epoch's shuffle ``order`` cut into minibatches for ``p`` ranks, as ``NodeLoader`` cuts it.
-
-    The number of minibatches is a multiple of ``p`` (when ``p > 1``), so
-    every rank trains the same number of steps, step ``s`` of rank ``r``
-    training minibatch ``s * p + r``; ``func`` names the caller in errors
-    (a batch size that cannot give every rank a non-empty minibatch).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> [c.tolist() for c in cut_epoch("f", np.arange(7), 2, 2)]
-    [[0, 1], [2, 3], [4, 5], [6]]
-    """
-    m = _count_batches(func, int(order.size), b, p, drop_last)
-    return _cut(order, b, m, p, drop_last)
-
-
-def _cut(order, b, m, p, drop_last):
-    """``order`` cut into the ``m`` minibatches of an epoch (``_count_batches``'s m).
-
-    One process: consecutive slices of ``b`` (the last one shorter, or
-    dropped).  p > 1: with ``drop_last``, m slices of exactly ``b``; else m
-    near-equal slices (sizes differ by at most one, each at most ``b``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> [c.size for c in _cut(np.arange(10), 4, 3, 1, False)]
-    [4, 4, 2]
-    >>> [c.size for c in _cut(np.arange(10), 4, 4, 2, False)]
-    [3, 3, 2, 2]
-    """
-    if p == 1 or drop_last:
-        return [order[i * b:(i + 1) * b] for i in range(m)]
-    return [order[slice(*chunk(order.size, m, i))] for i in range(m)]
-
-
-def _as_features(func, features, n):
-    """(the features in a gatherable form, their kind) or (None, None)."""
-    if features is None:
-        return None, None
-    if isinstance(features, FeatureStore):
-        if features.num_nodes != n:
-            fail(DimensionMismatch, func, "features", f"a FeatureStore of {n} rows (one per "
-                 "vertex of the sampler's graph)", repr(features))
-        return features, "store"
-    if isinstance(features, Matrix):
-        _check_rows(func, features.shape, n, describe(features))
-        return features.to("cpu").to_scipy(copy=False), "scipy"
-    torch = _torch_module_of(features)
-    if torch is not None:
-        _check_rows(func, tuple(features.shape), n, f"tensor of shape {tuple(features.shape)}"
-                    f" and dtype {features.dtype}")
-        if features.dtype.is_complex:
-            fail(DTypeError, func, "features", "a real-valued tensor", str(features.dtype))
-        return features, "torch"
-    if backend.device_of(features) == "cuda":
-        _check_rows(func, features.shape, n, describe(features))
-        _check_dtype(func, features)
-        torch = _require_torch(func)
-        return torch.from_dlpack(features), "torch"
-    try:
-        import scipy.sparse as sp
-        if sp.issparse(features):
-            _check_rows(func, features.shape, n, describe(features))
-            return sp.csr_matrix(features), "scipy"
-    except ImportError:  # pragma: no cover - scipy is a dependency
-        pass
-    if not isinstance(features, np.ndarray):
-        fail(DTypeError, func, "features", "a numpy, cupy or torch array, a scipy.sparse "
-             "matrix, a spla.Matrix or a sampling.FeatureStore", describe(features))
-    _check_rows(func, features.shape, n, describe(features))
-    _check_dtype(func, features)
-    return features, "numpy"
-
-
-def _check_rows(func, shape, n, got):
-    if len(shape) != 2 or shape[0] != n:
-        fail(DimensionMismatch, func, "features", f"an ({n}, f) matrix (one row per vertex "
-             "of the sampler's graph)", got)
-
-
-def _check_dtype(func, a):
-    if a.dtype.kind not in "fiub":
-        fail(DTypeError, func, "features", "a numeric array", describe(a))
-
-
-def _as_device(func, device, torch):
-    """The torch.device for x and y (checked only when torch is needed)."""
-    if torch is None:
-        if not isinstance(device, str) and type(device).__name__ != "device":
-            fail(DTypeError, func, "device", "a device name ('cpu', 'cuda', 'cuda:1') or a "
-                 "torch.device", describe(device))
-        return device
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        fail(InvalidValue, func, "device", "a device name ('cpu', 'cuda', 'cuda:1') or a "
-             "torch.device", describe(device))
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise MissingDependency(f"{func}: argument 'device' is {str(dev)!r}, but this PyTorch "
-                                "build sees no CUDA GPU; install a CUDA build of torch or use "
-                                "device='cpu'")
-    return dev
-
-
-def _as_labels(func, labels, n, torch, device):
-    a = check_labels(func, "labels", host_array(func, "labels", labels), n)
-    return torch.from_numpy(np.ascontiguousarray(a, np.int64)).to(device)
-
-
-def _fingerprint(ids):
-    """A 64-bit hash of an id array, order-sensitive (to compare the ranks' seeds)."""
-    pos = np.arange(ids.size, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    h = (ids.astype(np.uint64) + np.uint64(1)) * (pos | np.uint64(1))
-    h ^= h >> np.uint64(29)
-    return int(h.sum(dtype=np.uint64)) >> 1  # 63 bits: fits check_same's int64
+def _part_shares(func, loader, partition):
+    from spla.partition import Partition
+    if not isinstance(partition, Partition):
+        fail(DTypeError, func, "partition", "a spla.partition.Partition", describe(partition))
+    D = loader.sampler.D
+    c = 1 if D is None else D.layout.c
+    if loader.comm is not None and partition.parts * c != loader._p:
+        fail(InvalidValue, func, "partition", f"{loader._p // c} parts (p / c for {loader._p} "
+             f"ranks, replication {c})", f"{partition.parts} parts")
+    return PartShares(func, loader._seeds, partition, loader._p, c, loader.batch_size,
+                      loader.drop_last)
 
 
 def _show_args(v):
@@ -657,14 +578,4 @@ def _show_args(v):
             f"memory_budget {'None' if v[9] < 0 else v[9]}")
 
 
-# -- small helpers --------------------------------------------------------------------
-def _torch_index(torch, ids, device):
-    """``ids`` (numpy or cupy) as an int64 torch tensor on ``device``."""
-    if isinstance(ids, np.ndarray):
-        t = torch.from_numpy(np.ascontiguousarray(ids, np.int64))
-    else:
-        t = torch.from_dlpack(ids.astype(np.int64, copy=False))
-    return t.to(device)
-
-
-__all__ = ["NodeLoader", "DEFAULT_BULK"]
+__all__ = ["NodeLoader", "LoaderStats", "DEFAULT_BULK", "MAX_EPOCH", "cut_epoch"]

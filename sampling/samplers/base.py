@@ -410,6 +410,16 @@ class Sampler(abc.ABC):
     _by_process_row = False
 
     @property
+    def by_process_row(self):
+        """Whether, on a 1.5D DistMatrix, a bulk's minibatches go to process rows.
+
+        ``sampling.samplers.base.owned_batches`` takes it: layer-wise samplers
+        sample a minibatch with every rank of a process row, node-wise ones
+        give each rank its own.
+        """
+        return self._by_process_row
+
+    @property
     def num_nodes(self):
         return self.A.ncols
 

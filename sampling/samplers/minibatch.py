@@ -69,7 +69,7 @@ class Block:
 
         Values are float32 (ones for a structural adjacency).
         """
-        torch = _require_torch("Block.to_torch")
+        torch = require_torch("Block.to_torch")
         adj = self.adj
         xp = adj.xp
         vals = xp.ones(adj.nnz, np.float32) if adj.values is None else adj.values
@@ -347,7 +347,7 @@ class MiniBatch:
         >>> batch_size, [a.size[1] for a in adjs], adjs[-1].edge_index.shape
         (2, [5, 2], torch.Size([2, 4]))
         """
-        torch = _require_torch("MiniBatch.to_pyg")
+        torch = require_torch("MiniBatch.to_pyg")
         _check_chain(self.blocks, "MiniBatch.to_pyg")
         eids = self.edge_ids() if edge_ids else None
         adjs, weights = [], []
@@ -414,7 +414,7 @@ class MiniBatch:
         (2, [2, 3, 1], [4, 6])
         """
         func = "MiniBatch.to_pyg_data"
-        torch = _require_torch(func)
+        torch = require_torch(func)
         try:
             from torch_geometric.data import Data
         except ImportError as exc:
@@ -495,7 +495,7 @@ class MiniBatch:
         >>> blk.num_dst_nodes, blk.num_src_nodes, blk.dst.tolist(), blk.e_id.shape
         (1, 3, [0, 0], torch.Size([2]))
         """
-        torch = _require_torch("MiniBatch.to_dgl_layout")
+        torch = require_torch("MiniBatch.to_dgl_layout")
         eids = self.edge_ids() if edge_ids else None
         out = []
         for i, b in enumerate(self.blocks):
@@ -607,7 +607,7 @@ def _weights(torch, adj):
     return _tensor(torch, adj.values.astype(np.float32))
 
 
-def _require_torch(func):
+def require_torch(func):
     try:
         import torch
     except ImportError as exc:

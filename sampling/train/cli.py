@@ -243,14 +243,14 @@ def build_parser():
                    help="--graph partitioned or --mode bns only: how the vertices are "
                         "placed on the process rows: block (contiguous ids), metis (METIS "
                         "k-way, fewer edges between ranks; needs pymetis) or hash (a "
-                        "seeded random deal, P3's); results of --graph partitioned do not "
+                        "seeded random deal, P3's); with --split global the results do not "
                         "depend on it" + default(d.partition))
     p.add_argument("--split", choices=SPLITS,
-                   help="--graph partitioned only: which training vertices each rank "
-                        "trains on: global (minibatches of one shuffle of all of them, the "
-                        "same for any rank count and partition) or part (each rank's own "
-                        "part first, as DistDGL; local neighbourhoods with --partition "
-                        "metis)" + default(d.split))
+                   help="--graph partitioned only: which vertices each rank trains and "
+                        "evaluates: part (each rank's own part first, as DistDGL; local "
+                        "neighbourhoods and features with --partition metis; the default) "
+                        "or global (minibatches of one shuffle of all of them, the same for "
+                        "any rank count and partition)")
     p.add_argument("--feature-cache", type=_fraction, metavar="FRACTION",
                    help="--graph partitioned only: every rank also keeps a copy of the "
                         "feature rows of this fraction of the vertices, the hottest ones, "

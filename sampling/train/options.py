@@ -39,11 +39,12 @@ class TrainOptions:
     ``partition`` ('block', 'metis' or 'hash', ``graph='partitioned'``
     only) places the graph's and the features' rows by parts
     (``spla.partition``);
-    ``split`` says which training vertices each rank trains on: 'global'
+    ``split`` says which vertices each rank trains and evaluates: 'global'
     (minibatches cut from one shuffle of all of them: the same minibatches
     for every rank count, layout and partition) or 'part' (DistDGL's split,
     ``sampling.samplers.batches.seeds_by_part``: each rank's from its own part
-    first, so a METIS partition keeps its neighbourhoods local).
+    first, so a METIS partition keeps its neighbourhoods local); default
+    (None) 'part' with ``graph='partitioned'``, else 'global'.
     ``feature_cache`` (a fraction of the vertices, ``graph='partitioned'``
     only) and ``cache_policy`` ('degree' or 'frequency') set the feature
     store's hot-feature cache (``sampling.loading.features.FeatureStore``).
@@ -82,7 +83,7 @@ class TrainOptions:
     replication: int = 1
     graph: str = "replicated"
     partition: str = "block"
-    split: str = "global"
+    split: Optional[str] = None
     dataset: str = "cora"
     root: Optional[str] = None
     device: str = "cpu"
@@ -170,10 +171,10 @@ def check_options(opts, *, sizes=True):
                          "--graph partitioned")
     if opts.partition not in PARTITIONS:
         raise UsageError(f"unknown partition {opts.partition!r}; use block, metis or hash")
-    if opts.split not in SPLITS:
+    if opts.split is not None and opts.split not in SPLITS:
         raise UsageError(f"unknown split {opts.split!r}; use global or part")
     if (opts.graph != "partitioned" and opts.mode != "bns"
-            and (opts.partition != "block" or opts.split != "global")):
+            and (opts.partition != "block" or opts.split not in (None, "global"))):
         what = (f"--partition {opts.partition}" if opts.partition != "block"
                 else f"--split {opts.split}")
         raise UsageError(f"{what} applies to --graph partitioned (a replicated graph has no "

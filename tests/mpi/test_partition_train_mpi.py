@@ -36,8 +36,10 @@ def test_global_split_gives_the_same_training_under_every_partition(comm):
     for c in _grids(comm.size):
         # METIS with the background pipeline against block without it: neither
         # may change a bit (several bulks per epoch, so prefetch has work).
-        runs = {"block": _run(comm, replication=c, partition="block", bulk=4 * comm.size),
+        runs = {"block": _run(comm, replication=c, partition="block", bulk=4 * comm.size,
+                              split="global"),
                 "metis": _run(comm, replication=c, partition="metis", bulk=4 * comm.size,
+                              split="global",
                               prefetch=2)}
         (tb, lb, ab), (tm, lm, am) = runs["block"], runs["metis"]
         assert lb == lm and ab == am, (c, lb, lm)
@@ -55,10 +57,8 @@ def test_part_split_trains_each_rank_on_its_share(comm):
         assert np.isfinite(losses).all() and 0 <= acc <= 1
         train = trainer.store.splits["train"]
         share = seeds_by_part(train, trainer.partition, comm.size, c)[comm.rank]
-        batches, bulks = trainer._epoch_plan(1)
-        mine = []
-        for bulk in bulks:
-            mine += [mb.seeds for mb in trainer._sample(batches, bulk, 1)]
+        trainer.train_loader.set_epoch(1)
+        mine = [mb.seeds for mb in trainer.train_loader]
         got = np.sort(np.concatenate(mine))
         np.testing.assert_array_equal(got, share)          # each of its seeds once
         every = np.sort(np.concatenate(comm.allgather(got)))

@@ -25,7 +25,8 @@ from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, Inv
 from sampling import (ALL_NEIGHBORS, BulkPlanner, FastGCN, FeatureStore, GraphSAGE, LADIES,
                       NodeLoader, epoch_batches)
 from sampling.datasets import load
-from sampling.loading.loader import DEFAULT_BULK, _count_batches, _cut
+from sampling.loading.epochs import count_batches as _count_batches, cut as _cut
+from sampling.loading.loader import DEFAULT_BULK
 
 torch = pytest.importorskip("torch")
 

@@ -303,7 +303,7 @@ def test_prefetch_changes_nothing_but_the_timing():
             assert s.total_time == pytest.approx(
                 s.wait + sum(s.times[k] for k in ("fwd/bwd", "allreduce", "eval")))
     assert got[0] == got[1] == got[3]
-    assert not [t for t in threading.enumerate() if t.name == "Trainer-prefetch"]
+    assert not [t for t in threading.enumerate() if t.name == "NodeLoader-prefetch"]
 
 
 @pytest.mark.slow
@@ -404,20 +404,22 @@ import sys
 import threading
 
 import sampling.train as T
+from sampling.loading.loader import NodeLoader
 from spla import comm as C
 
-original = T.Trainer._sample
+original = NodeLoader._sample_bulk
 
 
-def _sample(self, batches, bulk, stream, sampler=None):
+def _sample_bulk(self, epoch, batches, ids, sampler, features):
     rank = 0 if self.comm is None else self.comm.Get_rank()
-    if (stream == 1 and rank == self.size - 1 and
-            threading.current_thread().name == "Trainer-prefetch"):
+    size = 1 if self.comm is None else self.comm.Get_size()
+    if (epoch == 1 and rank == size - 1 and
+            threading.current_thread().name == "NodeLoader-prefetch"):
         raise RuntimeError(f"deliberate background failure on rank {rank}")
-    return original(self, batches, bulk, stream, sampler)
+    return original(self, epoch, batches, ids, sampler, features)
 
 
-T.Trainer._sample = _sample
+NodeLoader._sample_bulk = _sample_bulk
 sys.exit(T.main(sys.argv[1:]))
 """
 

@@ -1,0 +1,168 @@
+"""A minibatch's inputs: features and labels, checked once and gathered per bulk.
+
+``NodeLoader`` accepts features in many containers (numpy, cupy or torch
+arrays, ``scipy.sparse``, ``spla.Matrix``, a ``FeatureStore``) and labels
+as any 1-D int array; ``Inputs`` checks them when the loader is built and
+gathers, per bulk, the rows of every minibatch's input vertices and the
+labels of its seeds, as torch tensors on the loader's device.
+"""
+
+import sys
+
+import numpy as np
+
+from spla import backend
+from spla.checks import describe, fail
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
+from spla.matrix import Matrix
+
+from sampling.datasets.validation import check_labels, host_array
+from sampling.loading.features import FeatureStore
+from sampling.samplers.minibatch import require_torch
+
+
+class Inputs:
+    """Features and labels of a loader, and their gather.
+
+    Parameters
+    ----------
+    func : str
+        The caller, named in errors.
+    n : int
+        Vertices of the sampler's graph.
+    features, labels, device
+        As ``NodeLoader`` takes them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> inp = Inputs("f", 4, np.eye(4, dtype=np.float32), np.arange(4), "cpu")
+    >>> x, = inp.gather_x([np.array([2, 0])], inp.features)
+    >>> x.tolist(), inp.kind
+    ([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]], 'numpy')
+    """
+
+    def __init__(self, func, n, features, labels, device):
+        self.features, self.kind = as_features(func, features, n)
+        need_torch = features is not None or labels is not None
+        self.torch = require_torch(func) if need_torch else None
+        self.device = as_device(func, device, self.torch)
+        self.labels = None if labels is None else as_labels(func, labels, n, self.torch,
+                                                            self.device)
+
+    def gather_x(self, parts, F):
+        """The feature rows of each array of ``parts``, from one gather of ``F`` per bulk."""
+        kind = self.kind
+        if kind is None:
+            return None
+        torch = self.torch
+        ids = backend.concatenate(parts)
+        if kind == "store":
+            # Collective when partitioned: called once per bulk on every rank.
+            X = torch.from_numpy(F.fetch(ids)).to(self.device)
+        elif kind == "torch":
+            X = F[torch_index(torch, ids, F.device)].to(self.device, torch.float32)
+        elif kind == "scipy":
+            rows = F[backend.to_host(ids)].toarray()
+            X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
+        else:  # numpy
+            rows = F[backend.to_host(ids)]
+            X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
+        return list(X.split([int(a.size) for a in parts]))
+
+    def gather_y(self, parts):
+        """The labels of each array of ``parts`` (one gather per bulk), or None."""
+        if self.labels is None:
+            return None
+        Y = self.labels[torch_index(self.torch, backend.concatenate(parts),
+                                    self.labels.device)]
+        return list(Y.split([int(a.size) for a in parts]))
+
+
+def _torch_module_of(x):
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(x, torch.Tensor) else None
+
+
+def as_features(func, features, n):
+    """(the features in a gatherable form, their kind) or (None, None)."""
+    if features is None:
+        return None, None
+    if isinstance(features, FeatureStore):
+        if features.num_nodes != n:
+            fail(DimensionMismatch, func, "features", f"a FeatureStore of {n} rows (one per "
+                 "vertex of the sampler's graph)", repr(features))
+        return features, "store"
+    if isinstance(features, Matrix):
+        _check_rows(func, features.shape, n, describe(features))
+        return features.to("cpu").to_scipy(copy=False), "scipy"
+    torch = _torch_module_of(features)
+    if torch is not None:
+        _check_rows(func, tuple(features.shape), n, f"tensor of shape {tuple(features.shape)}"
+                    f" and dtype {features.dtype}")
+        if features.dtype.is_complex:
+            fail(DTypeError, func, "features", "a real-valued tensor", str(features.dtype))
+        return features, "torch"
+    if backend.device_of(features) == "cuda":
+        _check_rows(func, features.shape, n, describe(features))
+        _check_dtype(func, features)
+        torch = require_torch(func)
+        return torch.from_dlpack(features), "torch"
+    import scipy.sparse as sp
+    if sp.issparse(features):
+        _check_rows(func, features.shape, n, describe(features))
+        return sp.csr_matrix(features), "scipy"
+    if not isinstance(features, np.ndarray):
+        fail(DTypeError, func, "features", "a numpy, cupy or torch array, a scipy.sparse "
+             "matrix, a spla.Matrix or a sampling.FeatureStore", describe(features))
+    _check_rows(func, features.shape, n, describe(features))
+    _check_dtype(func, features)
+    return features, "numpy"
+
+
+def _check_rows(func, shape, n, got):
+    if len(shape) != 2 or shape[0] != n:
+        fail(DimensionMismatch, func, "features", f"an ({n}, f) matrix (one row per vertex "
+             "of the sampler's graph)", got)
+
+
+def _check_dtype(func, a):
+    if a.dtype.kind not in "fiub":
+        fail(DTypeError, func, "features", "a numeric array", describe(a))
+
+
+def as_device(func, device, torch):
+    """The torch.device for x and y (checked only when torch is needed)."""
+    if torch is None:
+        if not isinstance(device, str) and type(device).__name__ != "device":
+            fail(DTypeError, func, "device", "a device name ('cpu', 'cuda', 'cuda:1') or a "
+                 "torch.device", describe(device))
+        return device
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        fail(InvalidValue, func, "device", "a device name ('cpu', 'cuda', 'cuda:1') or a "
+             "torch.device", describe(device))
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise MissingDependency(f"{func}: argument 'device' is {str(dev)!r}, but this PyTorch "
+                                "build sees no CUDA GPU; install a CUDA build of torch or use "
+                                "device='cpu'")
+    return dev
+
+
+def as_labels(func, labels, n, torch, device):
+    """``labels`` checked (ints in [-1, classes)), as an int64 tensor on ``device``."""
+    a = check_labels(func, "labels", host_array(func, "labels", labels), n)
+    return torch.from_numpy(np.ascontiguousarray(a, np.int64)).to(device)
+
+
+def torch_index(torch, ids, device):
+    """``ids`` (numpy or cupy) as an int64 torch tensor on ``device``."""
+    if isinstance(ids, np.ndarray):
+        t = torch.from_numpy(np.ascontiguousarray(ids, np.int64))
+    else:
+        t = torch.from_dlpack(ids.astype(np.int64, copy=False))
+    return t.to(device)
+
+
+__all__ = ["Inputs", "as_features", "as_device", "as_labels", "torch_index"]
