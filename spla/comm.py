@@ -715,8 +715,8 @@ def mpi_type(dtype):
     dtype = np.dtype(dtype)
     t = _MPI_TYPES.get(dtype)
     if t is None:
-        from mpi4py.util.dtlib import from_numpy_dtype
-        t = _MPI_TYPES[dtype] = from_numpy_dtype(dtype)
+        dtlib = require("mpi4py.util.dtlib", what="spla.comm.mpi_type")
+        t = _MPI_TYPES[dtype] = dtlib.from_numpy_dtype(dtype)
     return t
 
 

@@ -189,9 +189,9 @@ class _FastLaunch:
         fmt = param_format(types)
         if fmt is None:
             return None
+        cupy = sys.modules.get("cupy")   # loaded wherever kernels get cupy arrays
         try:
-            import cupy
-            if not hasattr(cupy.cuda.driver, "launchKernel"):
+            if cupy is None or not hasattr(cupy.cuda.driver, "launchKernel"):
                 return None
             cubin = compiled.library.get_cubin()
             module = cupy.cuda.function.Module()
@@ -204,7 +204,7 @@ class _FastLaunch:
         return fast
 
     def __call__(self, grid, args):
-        import cupy
+        cupy = sys.modules["cupy"]
         vals = []
         for a in args:
             if isinstance(a, cupy.ndarray):
