@@ -313,3 +313,54 @@ def test_byte_model_example():
     assert m["input_rows"] == 24
     assert m["push_pull"] == 2 * 1 * (24 + 8) * 10 * 4
     assert m["row_fetch"] == 12 * (8 + 400)
+
+
+# -- the package: one module per job, every name importable from the package ------------
+
+def test_package_reexports_the_names_of_each_job_module():
+    import importlib
+
+    from sampling.train import p3
+    jobs = ["columns", "pushpull", "inputs", "model", "traffic"]
+    seen = []
+    for job in jobs:
+        mod = importlib.import_module(f"sampling.train.p3.{job}")
+        for name in mod.__all__:
+            assert getattr(p3, name) is getattr(mod, name), (job, name)
+            assert getattr(mod, name).__module__ == mod.__name__, (job, name)
+        seen += mod.__all__
+    assert sorted(seen) == sorted(p3.__all__) and len(set(seen)) == len(seen)
+
+
+@pytest.mark.slow
+def test_package_imports_without_torch_and_says_what_needs_it():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """if True:
+        import sys
+        sys.modules["torch"] = None  # import torch raises ImportError
+        import numpy as np
+        from spla.exceptions import MissingDependency
+        from sampling.train import p3
+        s = p3.ColumnFeatureStore(np.eye(4), labels=np.arange(4))
+        assert s.gather([3]).tolist() == [[0.0, 0.0, 0.0, 1.0]]
+        assert p3.column_range(4, 2, 1) == (2, 4)
+        assert p3.byte_model(f=8, hidden=4, batch=2, fanouts=[3, 2], p=2)["input_rows"] == 24
+        assert p3.PushPullPlan([2, 1]).total_rows == 3
+        assert p3.share_inputs(p3.StepInput([1, 2], 1), None)[0].num_dst == 1
+        for name, call in [("push_pull", lambda: p3.push_pull(None, None, None)),
+                           ("P3Model", lambda: p3.P3Model(None, s))]:
+            try:
+                call()
+            except MissingDependency as e:
+                assert str(e).startswith(name + " needs PyTorch"), e
+            else:
+                raise AssertionError(name + " ran without torch")
+        print("ok")
+    """
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
