@@ -355,10 +355,13 @@ class HeteroGraphSAGE:
         nodes, ptr = front[d]
         k = self.fanouts[r][hop]
         n_d, n_s = self.G.num_nodes[d], self.G.num_nodes[s]
-        if k == 0 or nodes.size == 0:
-            return Matrix._new(np.zeros(nodes.size + 1, np.int64), np.zeros(0, np.int64),
-                               None, (nodes.size, n_s))
         A = self.mats[r]
+        if k == 0 or nodes.size == 0:
+            # Valued like the sampled blocks, so that vstack can join them.
+            vals = (np.zeros(0, np.float32) if self.replace else
+                    np.zeros(0, A.values.dtype) if self.weighted else None)
+            return Matrix._new(np.zeros(nodes.size + 1, np.int64), np.zeros(0, np.int64),
+                               vals, (nodes.size, n_s))
         Q = selection(nodes, n_d)
         P = Q @ A if self.weighted else mxm(Q, A, semiring.any_pair)
         group = np.repeat(ids, np.diff(ptr))
