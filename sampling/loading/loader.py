@@ -563,9 +563,9 @@ def _part_shares(func, loader, partition):
         fail(DTypeError, func, "partition", "a spla.partition.Partition", describe(partition))
     D = loader.sampler.D
     c = 1 if D is None else D.layout.c
-    if loader.comm is not None and partition.parts * c != loader._p:
-        fail(InvalidValue, func, "partition", f"{loader._p // c} parts (p / c for {loader._p} "
-             f"ranks, replication {c})", f"{partition.parts} parts")
+    if partition.parts * c != loader._p:
+        fail(LayoutError, func, "partition", f"{loader._p // c} part(s) (p / c for {loader._p} "
+             f"rank(s), replication {c})", f"{partition.parts} parts")
     return PartShares(func, loader._seeds, partition, loader._p, c, loader.batch_size,
                       loader.drop_last)
 

@@ -84,13 +84,16 @@ def test_two_epochs_identical_parameters_on_every_rank(comm, graph):
 
 @pytest.mark.parametrize("graph", ["replicated", "partitioned"])
 def test_parameters_and_losses_do_not_depend_on_the_bulk(comm, graph):
-    """Step s of rank r trains the same minibatch whatever --bulk (or the budget) says."""
+    """Step s of rank r trains the same minibatch whatever --bulk, the budget or
+    --prefetch say: the trainer iterates the NodeLoader's one epoch loop."""
     pytest.importorskip("torch")
     from sampling.train import TrainOptions, Trainer
     runs = []
-    for bulk in (comm.size, 3 * comm.size, None):
-        opts = TrainOptions(epochs=1, graph=graph, threads=1, bulk=bulk, batch_size=32)
+    for kw in (dict(bulk=comm.size), dict(bulk=3 * comm.size), {},
+               dict(memory_budget=2 ** 21, prefetch=2)):
+        opts = TrainOptions(epochs=1, graph=graph, threads=1, batch_size=32, **kw)
         trainer = Trainer(opts, comm)
         stats = trainer.train_epoch(0)
-        runs.append((trainer.parameter_checksum(), stats.loss, stats.steps))
-    assert runs[0] == runs[1] == runs[2], runs
+        runs.append((trainer.parameter_checksum(), stats.loss, stats.steps,
+                     trainer.evaluate("val")))
+    assert runs[0] == runs[1] == runs[2] == runs[3], runs

@@ -123,6 +123,41 @@ def test_partitioned_feature_store(comm, cora, features):
     check_epoch(comm, cora, loader, GraphSAGE(cora.A, [3, 2]), 0, 12, features=features)
 
 
+def test_local_sampler_data_parallel_over_comm(comm, cora, features):
+    """comm= with a sampler on a local graph: each rank samples only its own minibatches,
+    the same as the single-process ones (draws keyed by batch id), in the same steps."""
+    local = GraphSAGE(cora.A, [4, 3])
+    for bulk in (1, 3):
+        loader = NodeLoader(local, cora.train_idx, 16, features=features, labels=cora.y,
+                            bulk=bulk, seed=3, comm=comm)
+        check_epoch(comm, cora, loader, local, 0, 16, features=features)
+        it = iter(loader)
+        mbs = list(it)
+        assert it.stats.bulks == -(-len(mbs) // bulk)
+        assert it.stats.sampled_edges == sum(mb.num_sampled_edges for mb in mbs)
+
+
+def test_partition_gives_each_rank_its_part_first(comm, cora):
+    """partition=: rank r trains exactly its seeds_by_part share each epoch, in as many
+    steps as every other rank, each minibatch the single-process one of its batch id."""
+    from sampling.samplers.batches import seeds_by_part
+    local = GraphSAGE(cora.A, [3])
+    for layout, c in grids(comm.size):
+        P = spla.partition.block(cora.A, comm.size // c)
+        D = spla.distribute(cora.A, comm, layout=layout, replication=c, partition=P)
+        loader = NodeLoader(GraphSAGE(D, [3]), cora.train_idx, 16, bulk=2, seed=4,
+                            partition=P)
+        share = seeds_by_part(cora.train_idx, P, comm.size, c)[comm.rank]
+        mbs = list(loader)
+        assert len(set(comm.allgather(len(mbs)))) == 1 and len(mbs) == len(loader)
+        got = np.concatenate([np.asarray(mb.seeds) for mb in mbs])
+        assert np.array_equal(np.sort(got), share)
+        assert [mb.index for mb in mbs] == [s * comm.size + comm.rank for s in range(len(mbs))]
+        for mb in mbs[:3]:
+            ref, = local.sample([np.asarray(mb.seeds)], seed=4, epoch=0, batch_ids=[mb.index])
+            assert mb == ref
+
+
 # -- errors: raised on every rank ---------------------------------------------
 
 def _raises_everywhere(comm, cls, match, call):

@@ -644,3 +644,40 @@ def test_sampler_on_each_backend(cora, backend):
             assert mb.x.device.type == device and mb.y.device.type == device, name
             assert_array_equal(mb.x.cpu().numpy(), X[host(mb.input_nodes)])
             assert_array_equal(mb.y.cpu().numpy(), cora.y[host(mb.seeds)])
+
+
+def test_iterator_stats_count_what_producing_the_bulks_cost(cora, sage):
+    """it.stats: bulks, sampled edges and seconds, with and without prefetch."""
+    for prefetch in (0, 2):
+        loader = NodeLoader(sage, cora.train_idx, 16, bulk=3, prefetch=prefetch, seed=1)
+        it = iter(loader)
+        mbs = list(it)
+        assert it.stats.bulks == -(-len(mbs) // 3)
+        assert it.stats.sampled_edges == sum(mb.num_sampled_edges for mb in mbs) > 0
+        assert it.stats.sample > 0 and it.stats.fetch >= 0 and it.stats.wait >= 0
+        if not prefetch:
+            assert it.stats.wait == 0
+
+
+def test_stop_with_a_timeout_ends_the_background_thread(cora, sage):
+    loader = NodeLoader(sage, cora.train_idx, 8, bulk=1, prefetch=2, seed=1)
+    it = iter(loader)
+    next(it)
+    assert it.stop(5.0) is True
+    with pytest.raises(StopIteration):
+        next(it)
+    assert not [t for t in threading.enumerate() if t.name == PREFETCH_THREAD]
+
+
+def test_partition_on_one_process_and_its_errors(cora, sage):
+    """One process holds the one part: partition= gives the same minibatches as without it;
+    a partition of another number of parts, or not a Partition, is refused by name."""
+    one = spla.partition.block(cora.A, 1)
+    plain = list(NodeLoader(sage, cora.train_idx, 16, seed=2, shuffle=False))
+    parted = list(NodeLoader(sage, cora.train_idx, 16, seed=2, shuffle=False, partition=one))
+    assert sorted(np.concatenate([mb.seeds for mb in parted]).tolist()) == \
+        sorted(np.concatenate([mb.seeds for mb in plain]).tolist())
+    with pytest.raises(DTypeError, match="NodeLoader: argument 'partition'"):
+        NodeLoader(sage, cora.train_idx, 16, partition=[0, 1])
+    with pytest.raises(spla.LayoutError, match=r"NodeLoader: argument 'partition' .*1 part"):
+        NodeLoader(sage, cora.train_idx, 16, partition=spla.partition.block(cora.A, 2))
