@@ -201,8 +201,9 @@ def ewise_add(A, B, monoid="plus", *, mask=None, out=None, accum=None, replace=F
     ----------
     A, B : Matrix, MxmExpr or Vector, same shape
     monoid : Monoid, BinaryOp or str, default 'plus'
-        Any ``spla.monoid`` or ``spla.binary`` operator (or its name);
-        entries of one operand only are kept as they are.
+        Any ``spla.monoid`` or ``spla.binary`` object (``spla.binary.minus``,
+        a user-defined ``BinaryOp``), or a monoid's name; entries of one
+        operand only are kept as they are.
     mask, out, accum, replace
         As in ``spla.mxm`` (see ``spla.mask``).
 
@@ -216,7 +217,11 @@ def ewise_add(A, B, monoid="plus", *, mask=None, out=None, accum=None, replace=F
     array([[3., 5.]])
     """
     func = "ewise_add"
-    if isinstance(monoid, str) and monoid in _MONOID_NAMES or isinstance(monoid, Monoid):
+    if isinstance(monoid, str) and monoid not in _MONOID_NAMES:
+        # A name stays a monoid name here; any binary operator goes as an object.
+        fail(InvalidValue, func, "monoid", f"a Monoid, a BinaryOp (spla.binary.<name>) or one "
+             f"of {sorted(_MONOID_NAMES)}", repr(monoid))
+    if isinstance(monoid, str) or isinstance(monoid, Monoid):
         m = as_monoid(func, monoid)
         if _kernel_ready(A, B) and m.code is not None and not m.logical:
             return _written(func, _ewise(func, A, B, True, m.code, False), mask, out, accum,
@@ -232,7 +237,9 @@ def ewise_mult(A, B, op="times", *, mask=None, out=None, accum=None, replace=Fal
     ----------
     A, B : Matrix, MxmExpr or Vector, same shape
     op : BinaryOp, Monoid or str, default 'times'
-        Any ``spla.binary`` operator (or its name), user-defined ones too.
+        Any ``spla.binary`` object, user-defined ones too, or one of the
+        names ``times``, ``plus``, ``min``, ``max``, ``first``, ``second``,
+        ``pair``.
     mask, out, accum, replace
         As in ``spla.mxm`` (see ``spla.mask``).
 
@@ -246,6 +253,10 @@ def ewise_mult(A, B, op="times", *, mask=None, out=None, accum=None, replace=Fal
     array([[2., 0.]])
     """
     func = "ewise_mult"
+    if isinstance(op, str) and op not in _MUL_OPS:
+        # Names are the operators of the kernels; any other operator goes as an object.
+        fail(InvalidValue, func, "op", f"a BinaryOp (spla.binary.<name>) or one of "
+             f"{sorted(_MUL_OPS)}", repr(op))
     name = op if isinstance(op, str) else getattr(op, "name", None)
     builtin = isinstance(op, str) or op is _BINARY.get(name) or getattr(op, "binop", None) \
         is _BINARY.get(name)

@@ -1,0 +1,209 @@
+"""Operator objects, Vector, mxv/vxm, reduce_scalar, kronecker, ewise_union:
+each against plain Python / numpy / scipy, plus the bad-input errors."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, HealthCheck
+from hypothesis import strategies as st
+
+import spla
+from spla import BinaryOp, Matrix, Semiring, Vector, binary, monoid, semiring
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+
+SET = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def dense_mat(draw_rs, m, n, p=0.5, lo=-2, hi=4):
+    D = draw_rs.randint(lo, hi, size=(m, n)).astype(np.float64)
+    D[draw_rs.rand(m, n) > p] = 0
+    return D
+
+
+def ref_product(A, B, add, mul, positional=None):
+    """Plain-Python A ⊕.⊗ B over stored entries (dicts); positional: index of the term."""
+    a, b = A.to_scipy().tocoo(), B.to_scipy().tocoo()
+    out = {}
+    for i, k, x in sorted(zip(a.row.tolist(), a.col.tolist(), a.data.tolist())):
+        for k2, j, y in sorted(zip(b.row.tolist(), b.col.tolist(), b.data.tolist())):
+            if k != k2:
+                continue
+            t = {"firsti": i, "firstj": k, "secondi": k, "secondj": j}.get(positional) \
+                if positional else mul(x, y)
+            out[(i, j)] = add(out[(i, j)], t) if (i, j) in out else t
+    return out
+
+
+def as_dict(C):
+    c = C.to_scipy().tocoo()
+    return {(i, j): v for i, j, v in zip(c.row.tolist(), c.col.tolist(), c.data.tolist())}
+
+
+SEMIRING_REFS = {
+    "plus_times": (lambda x, y: x + y, lambda x, y: x * y),
+    "min_first": (min, lambda x, y: x),
+    "min_second": (min, lambda x, y: y),
+    "plus_pair": (lambda x, y: x + y, lambda x, y: 1),
+    "lor_land": (lambda x, y: int(x or y), lambda x, y: int(bool(x) and bool(y))),
+    "min_plus": (min, lambda x, y: x + y),
+    "plus_first": (lambda x, y: x + y, lambda x, y: x),
+}
+
+
+@SET
+@given(st.integers(0, 2**31 - 1), st.sampled_from(sorted(SEMIRING_REFS)))
+def test_named_semirings_match_plain_python(seed, name):
+    rs = np.random.RandomState(seed)
+    A = Matrix.from_dense(dense_mat(rs, 4, 3))
+    B = Matrix.from_dense(dense_mat(rs, 3, 5))
+    got = spla.mxm(A, B, getattr(semiring, name)).new()
+    assert as_dict(got) == pytest.approx(ref_product(A, B, *SEMIRING_REFS[name]))
+
+
+@pytest.mark.parametrize("name", ["min_secondi", "any_secondi", "any_firsti"])
+def test_positional_semirings(name):
+    rs = np.random.RandomState(3)
+    A = Matrix.from_dense(dense_mat(rs, 5, 4))
+    B = Matrix.from_dense(dense_mat(rs, 4, 5))
+    got = as_dict(spla.mxm(A, B, name).new())
+    pos = name.split("_")[1]
+    terms = {}
+    a, b = A.to_scipy().tocoo(), B.to_scipy().tocoo()
+    for i, k in zip(a.row, a.col):
+        for k2, j in zip(b.row, b.col):
+            if k == k2:
+                terms.setdefault((i, j), set()).add(
+                    {"firsti": i, "secondi": k}[pos])
+    assert set(got) == set(terms)
+    for p, v in got.items():
+        assert (v == min(terms[p])) if name.startswith("min") else (v in terms[p])
+
+
+def test_user_semiring_generic_path_and_named_error():
+    rs = np.random.RandomState(0)
+    A = Matrix.from_dense(dense_mat(rs, 4, 4))
+
+    def absdiff(x, y):
+        return x - y if x > y else y - x
+    op = BinaryOp.from_function(absdiff)
+    sr = Semiring(monoid.max, op)
+    assert sr.name == "max_absdiff"
+    got = as_dict(spla.mxm(A, A, sr).new())
+    assert got == ref_product(A, A, max, lambda x, y: abs(x - y))
+    # the same object in the element-wise operators
+    assert as_dict(spla.ewise_mult(A, A.T, op)) == {
+        p: abs(x - as_dict(A.T)[p]) for p, x in as_dict(A).items() if p in as_dict(A.T)}
+
+    def broken(x, y):
+        return x.no_such_attribute + y
+    with pytest.raises(InvalidValue, match="broken"):
+        BinaryOp.from_function(broken)
+
+
+def test_operator_objects_accepted_everywhere():
+    A = Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    B = Matrix.from_dense(np.array([[4.0, 0.0], [5.0, 6.0]]))
+    np.testing.assert_array_equal(spla.reduce_rowwise(A, semiring.plus), [3.0, 3.0])
+    np.testing.assert_array_equal(spla.reduce_columnwise(A, monoid.plus), [1.0, 5.0])
+    assert spla.ewise_mult(A, B, binary.times).isequal(spla.ewise_mult(A, B, "times"))
+    assert spla.ewise_add(A, B, monoid.max).isequal(spla.ewise_add(A, B, "max"))
+    assert spla.ewise_add(A, B, binary.max).isequal(spla.ewise_add(A, B, "max"))
+    np.testing.assert_array_equal(spla.ewise_add(A, B, binary.minus).to_dense(),
+                                  [[-3.0, 2.0], [5.0, -3.0]])  # B alone: kept
+    assert Semiring(monoid.min, binary.plus).mul_code == semiring.min_plus.mul_code
+
+
+def test_vector_basics():
+    u = Vector.from_coo([3, 1, 3], [1.0, 2.0, 4.0], size=6)
+    assert u.nvals == 2 and u.size == 6
+    np.testing.assert_array_equal(u.to_dense(), [0, 2, 0, 5, 0, 0])
+    assert u.isequal(Vector.from_dense(u.to_dense()))
+    assert not u.isequal(Vector.from_coo([1, 3], [2.0, 5.0], size=7))
+    assert u.to("cpu") is u
+    s = Vector.from_coo([2], size=3)
+    assert s.values is None and s.dtype is None
+    with pytest.raises(DimensionMismatch, match="Vector.from_coo"):
+        Vector.from_coo([0, 1], [1.0], size=3)
+    with pytest.raises(IndexError, match="Vector.from_coo"):
+        Vector.from_coo([5], size=3)
+
+
+@SET
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["plus_times", "min_plus", "any_pair",
+                                                    "min_second", "plus_pair"]))
+def test_mxv_vxm_match_dense(seed, name):
+    rs = np.random.RandomState(seed)
+    D = dense_mat(rs, 5, 4)
+    A = Matrix.from_dense(D)
+    u = Vector.from_dense(dense_mat(rs, 1, 4)[0])
+    v = Vector.from_dense(dense_mat(rs, 1, 5)[0])
+    sr = getattr(semiring, name)
+    ucol = Matrix.from_coo(u.indices, np.zeros(u.nvals, np.int64), u.values, shape=(4, 1))
+    vrow = Matrix.from_coo(np.zeros(v.nvals, np.int64), v.indices, v.values, shape=(1, 5))
+    want_w = spla.mxm(A, ucol, sr).new()
+    want_z = spla.mxm(vrow, A, sr).new()
+    w, z = spla.mxv(A, u, sr), spla.vxm(v, A, sr)
+    np.testing.assert_array_equal(w.indices, np.flatnonzero(np.diff(want_w.indptr)))
+    np.testing.assert_array_equal(z.indices, want_z.indices)
+    if sr.structural:
+        assert w.values is None and z.values is None
+    else:
+        np.testing.assert_array_equal(w.values, want_w.values)
+        np.testing.assert_array_equal(z.values, want_z.values)
+
+
+def test_reduce_scalar_kronecker_union():
+    rs = np.random.RandomState(1)
+    D = dense_mat(rs, 3, 4)
+    A = Matrix.from_dense(D)
+    assert spla.reduce_scalar(A) == D.sum()
+    assert spla.reduce_scalar(A, monoid.min) == D[D != 0].min()
+    assert spla.reduce_scalar(A, "count") == np.count_nonzero(D)
+    assert spla.reduce_scalar(Vector.from_coo([], [], size=3), "min") == np.inf
+    assert spla.reduce_scalar(A, monoid.lor) == 1
+    B = Matrix.from_dense(dense_mat(rs, 2, 3))
+    K = spla.kronecker(A, B)
+    np.testing.assert_array_equal(K.to_dense(), sp.kron(A.to_scipy(), B.to_scipy()).toarray())
+    u = Vector.from_dense(np.array([1.0, 0.0, 3.0, 0.0]))
+    v = Vector.from_dense(np.array([0.0, 2.0, 5.0, 0.0]))
+    got = spla.ewise_union(u, v, binary.minus, 10.0, 100.0)
+    np.testing.assert_array_equal(got.indices, [0, 1, 2])
+    np.testing.assert_array_equal(got.values, [1.0 - 100.0, 10.0 - 2.0, -2.0])
+
+
+def test_masked_product_never_forms_the_unmasked_one():
+    # A star: the hub's row times its column has n**2 products, the mask n.
+    n = 400
+    r = np.r_[np.zeros(n - 1, np.int64), np.arange(1, n)]
+    c = np.r_[np.arange(1, n), np.zeros(n - 1, np.int64)]
+    A = Matrix.from_coo(r, c, shape=(n, n))
+    L = spla.select(A, "tril", -1)
+    T = spla.mxm(L, L.T, semiring.plus_pair, mask=L.S)
+    assert T.nnz <= L.nnz and spla.reduce_scalar(T) == 0  # a star has no triangle
+
+
+@pytest.mark.parametrize("call,cls,pattern", [
+    (lambda A, u: spla.mxv(A, u, mask=Vector.from_coo([0], size=9).S), DimensionMismatch,
+     r"mxv: argument 'mask' must be a mask of shape \(2,\)"),
+    (lambda A, u: spla.mxm(A, A, mask=A), DTypeError, r"mxm: argument 'mask'.*M\.S"),
+    (lambda A, u: spla.mxv(A, u, out=Vector.from_coo([0], [1.0], size=2),
+                           accum=semiring.plus_times), DTypeError, r"mxv: argument 'accum'"),
+    (lambda A, u: spla.mxv(A, u, accum=binary.plus), InvalidValue,
+     r"mxv: argument 'accum'.*out="),
+    (lambda A, u: spla.mxm(A, A, out=A, accum=binary.secondi), DTypeError,
+     r"mxm: argument 'accum'.*positional"),
+    (lambda A, u: spla.mxv(A, Vector.from_coo([0], size=5)), DimensionMismatch,
+     r"mxv: argument 'u'"),
+    (lambda A, u: spla.vxm(A, A), DTypeError, r"vxm: argument 'u'"),
+    (lambda A, u: spla.mxm(A, A, "no_such"), InvalidValue, r"mxm: argument 'semiring'"),
+    (lambda A, u: spla.ewise_union(u, u, binary.plus, "x", 0), InvalidValue,
+     r"ewise_union: argument 'left_default'"),
+    (lambda A, u: spla.assign(u, 1.0, [0, 0]), InvalidValue, r"assign: argument 'rows/cols'"),
+    (lambda A, u: spla.mxm(A, A, out=A, replace="yes"), InvalidValue,
+     r"mxm: argument 'replace'"),
+])
+def test_bad_input(call, cls, pattern):
+    A = Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    u = Vector.from_dense(np.array([1.0, 1.0]))
+    with pytest.raises(cls, match=pattern):
+        call(A, u)
