@@ -137,7 +137,7 @@ def mag_dataset(scale, *, seed=0, num_classes=4, num_features=16, homophily=0.9,
 
 
 def _read_csv(path, dtype):
-    for p, opener in ((path, open), (path + ".gz", gzip.open)):
+    for p, opener in ((path + ".csv", open), (path + ".csv.gz", gzip.open)):
         if os.path.exists(p):
             with opener(p, "rt") as f:
                 a = np.loadtxt(f, delimiter=",", dtype=dtype, ndmin=2)
