@@ -14,7 +14,10 @@ The package, by job:
 
 ``spla.dist.core``
     the ``DistMatrix`` type, its factories (``distribute``, ``from_local``,
-    ``from_generator``) and the argument checks of every entry point;
+    ``from_generator``) and ``fetch_rows``;
+``spla.dist.checks``
+    the argument checks the entry points share (row ids, shapes, the
+    agreed layout and partition);
 ``spla.dist.scatter``
     scatter from rank 0 and gather of whole matrices;
 ``spla.dist.wire``

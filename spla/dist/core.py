@@ -1,33 +1,26 @@
 """``DistMatrix``, its factories (``distribute``, ``from_local``,
-``from_generator``) and the collective argument checks of every entry point.
+``from_generator``) and ``fetch_rows``.
 
 Every *Collective* function here checks all its arguments inside one
 ``spla.comm.collective_checks`` block (then ``check_same`` for values that
 must agree between ranks) before its first message, so a bad argument on
 any one rank raises the same error on every rank instead of leaving the
-others waiting.
+others waiting.  The checks they share are in ``spla.dist.checks``.
 """
-
-import dataclasses
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from spla import comm as C
-from spla.checks import as_index_array, as_shape, describe, fail, xp_array
-from spla.backend import to_host
+from spla.checks import describe, fail
+from spla.dist import checks as K
 from spla.dist.fetch import IMPLEMENTATIONS, STRATEGIES, fetch_replicated
 from spla.dist.scatter import block_sum, gather_blocks, scatter_from_root
 from spla.dist.wire import row_block, row_block_list
-from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue,
-                             LayoutError)
-from spla.layout import layout_code, layout_of, show_layout
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.layout import layout_of
 from spla.matrix import Matrix
-from spla.partition import Partition
 from spla.util import indptr_from_counts
-
-_INT64_MAX = 2 ** 63 - 1
 
 
 class DistMatrix:
@@ -167,13 +160,13 @@ class DistMatrix:
         comm = C.as_comm(comm, func)
         with C.collective_checks(comm):
             L = layout_of(func, layout, comm.Get_size(), replication, replicate_graph)
-            n, m = _as_shape(func, shape)
+            n, m = K.as_dist_shape(func, shape)
             if not isinstance(local, Matrix):
                 fail(DTypeError, func, "local", "a spla.Matrix", describe(local))
-            _check_partition_type(func, partition)
-        _agree_layout(func, comm, L)
+            K.check_partition_type(func, partition)
+        K.agree_layout(func, comm, L)
         C.check_same(comm, func, "shape", [n, m])
-        L = _partitioned(func, comm, L, partition, n, m)
+        L = K.partitioned(func, comm, L, partition, n, m)
         start, stop = L.block_rows(n, comm.Get_rank())
         with C.collective_checks(comm):
             if local.shape != (stop - start, m):
@@ -214,11 +207,11 @@ class DistMatrix:
         comm = C.as_comm(comm, func)
         with C.collective_checks(comm):
             L = layout_of(func, layout, comm.Get_size(), replication, replicate_graph)
-            n, m = _as_shape(func, shape)
+            n, m = K.as_dist_shape(func, shape)
             if not callable(make_rows):
                 fail(DTypeError, func, "make_rows", "a callable make_rows(start, stop)",
                      describe(make_rows))
-        _agree_layout(func, comm, L)
+        K.agree_layout(func, comm, L)
         C.check_same(comm, func, "shape", [n, m])
         start, stop = L.block_rows(n, comm.Get_rank())
         with C.collective_checks(comm):
@@ -366,8 +359,8 @@ class DistMatrix:
             # Ranks of a replicated graph call this independently (samplers
             # give them different numbers of minibatches): no agreement.
             with C.collective_checks(None):
-                _check_strategy(func, strategy)
-                _as_rows(func, rows, self.nrows)
+                K.check_strategy(func, strategy)
+                K.as_rows(func, rows, self.nrows)
             return self.local
         M, ids = _fetch(self, rows, strategy, func)
         counts = np.zeros(self.nrows, np.int64)
@@ -453,14 +446,14 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False, 
             A = A.to("cpu")
         if rank == 0 and A is None:
             fail(DimensionMismatch, func, "A", "a matrix on rank 0", "None")
-        _check_partition_type(func, partition)
-    _agree_layout(func, comm, L)
+        K.check_partition_type(func, partition)
+    K.agree_layout(func, comm, L)
     meta = [-1, -1, -1, -1] if A is None else [A.nrows, A.ncols, A.nnz, C.dtype_code(A.dtype)]
     allm = C.check_same(comm, func, "A", meta, present=A is not None,
                         expected="the same matrix shape, nnz and dtype on every rank that "
-                                 "passes it", show=_show_meta)
+                                 "passes it", show=K.show_meta)
     n, m, nnz, dcode = (int(v) for v in allm[0])
-    L = _partitioned(func, comm, L, partition, n, m)
+    L = K.partitioned(func, comm, L, partition, n, m)
     start, stop = L.block_rows(n, rank)
     has = allm[:, 0] >= 0
     local = None
@@ -507,8 +500,8 @@ def _fetch(D, rows, strategy, func):
     ``func`` is the public name the caller was reached by, for messages.
     """
     with C.collective_checks(D.comm):
-        _check_strategy(func, strategy)
-        rows = _as_rows(func, rows, D.nrows)
+        K.check_strategy(func, strategy)
+        rows = K.as_rows(func, rows, D.nrows)
     # The strategies exchange different messages, so ranks that disagree
     # would pair unrelated collectives: disagreement is an error too.
     C.check_same(D.comm, func, "strategy", [STRATEGIES.index(strategy)], cls=InvalidValue,
@@ -524,83 +517,3 @@ def _fetch(D, rows, strategy, func):
     ids = np.asarray(P.perm[slots], np.int64)
     order = np.argsort(ids, kind="stable")
     return row_block_list(M, order), ids[order]
-
-
-def _check_strategy(func, strategy):
-    if not (isinstance(strategy, str) and strategy in STRATEGIES):
-        fail(InvalidValue, func, "strategy", " or ".join(repr(s) for s in STRATEGIES),
-             describe(strategy))
-
-
-def _as_rows(func, rows, n):
-    """Distinct ascending host int64 row ids, each in ``[0, n)``."""
-    if isinstance(rows, (list, tuple)) and rows and all(
-            isinstance(r, numbers.Integral) and not isinstance(r, bool) for r in rows):
-        # Python ints may exceed int64 (numpy would make an object array
-        # or raise OverflowError): range-check them before converting.
-        lo, hi = min(rows), max(rows)
-        if lo < 0 or hi >= n:
-            fail(IndexOutOfRange, func, "rows", f"row ids in [0, {n})", lo if lo < 0 else hi)
-    _, a = xp_array(rows)
-    if a.dtype == object:
-        fail(DTypeError, func, "rows", "integer row ids", describe(rows))
-    a = as_index_array(func, "rows", a, bound=n)
-    return np.unique(to_host(a))
-
-
-def _as_shape(func, shape):
-    n, m = as_shape(func, shape)
-    for arg, v in (("shape[0]", n), ("shape[1]", m)):
-        if v > _INT64_MAX:
-            fail(InvalidValue, func, arg, "an integer below 2**63", v)
-    return n, m
-
-
-def _agree_layout(func, comm, L):
-    C.check_same(comm, func, "layout/replication/replicate_graph", layout_code(L),
-                 show=show_layout)
-
-
-def _show_meta(v):
-    n, m, nnz, code = (int(x) for x in v)
-    dt = C.code_dtype(code)
-    return f"shape ({n}, {m}), nnz {nnz}, dtype {'structural' if dt is None else dt}"
-
-
-def _check_partition_type(func, partition):
-    if partition is not None and not isinstance(partition, Partition):
-        fail(DTypeError, func, "partition", "a spla.partition.Partition or None",
-             describe(partition))
-
-
-def _partitioned(func, comm, L, partition, n, m):
-    """Collective: ``L`` with the row blocks of ``partition`` (agreed by every rank).
-
-    ``n, m`` is the agreed global shape.  Ranks must all pass a partition,
-    the same one, or all pass None.
-    """
-    with C.collective_checks(comm):
-        if partition is not None:
-            if n != m:
-                fail(DimensionMismatch, func, "A", "a square matrix to renumber with "
-                     "'partition'", f"shape {(n, m)}")
-            if partition.n != n:
-                fail(DimensionMismatch, func, "partition",
-                     f"a Partition of the matrix's {n} vertices", f"one of {partition.n}")
-            if not L.replicated and partition.parts != L.grid_rows:
-                fail(LayoutError, func, "partition",
-                     f"a Partition in p/c = {L.grid_rows} parts (one per process row)",
-                     f"{partition.parts} parts")
-    code = [-1, -1, 0] if partition is None else [partition.n, partition.parts,
-                                                  partition.fingerprint()]
-    C.check_same(comm, func, "partition", code, show=_show_partition)
-    if partition is None or L.replicated:
-        return L
-    return dataclasses.replace(L, bounds=tuple(int(b) for b in partition.bounds))
-
-
-def _show_partition(v):
-    n, parts, digest = (int(x) for x in v)
-    if n < 0:
-        return "no partition"
-    return f"a partition of {n} vertices in {parts} parts (fingerprint {digest:#x})"
