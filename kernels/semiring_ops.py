@@ -71,3 +71,65 @@ def fold_row(val, lo, hi, hv, code, one, out, i):
     for q in range(lo + 1, hi):
         acc = add_op(code, acc, val[q] if hv else one)
     out[i] = acc
+
+
+# Row steps of the masked products (kernels/cpu/masked.py and its CUDA twin):
+# both backends run these same functions, one output row per call.
+
+@numba.njit(cache=True, inline="always")
+def find_sorted(idx, lo, hi, j):
+    """The first position p in lo..hi-1 with idx[p] >= j (idx sorted), or hi."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if idx[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, inline="always")
+def masked_row(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
+               m_ok, add, mul, onev, out_val, hit):
+    """Fill the mask slots of output row i (shared by both backends)."""
+    mlo = m_ptr[i]
+    mhi = m_ptr[i + 1]
+    if mhi == mlo:
+        return
+    for p in range(a_ptr[i], a_ptr[i + 1]):
+        k = a_idx[p]
+        av = a_val[p] if a_hv else onev
+        q0 = b_ptr[k]
+        q1 = b_ptr[k + 1]
+        s = mlo
+        for q in range(q0, q1):
+            j = b_idx[q]
+            s = find_sorted(m_idx, s, mhi, j)  # B's row is sorted: search on from the last slot
+            if s >= mhi:
+                break
+            if m_idx[s] != j or not m_ok[s]:
+                continue
+            t = mul_op(mul, av, b_val[q] if b_hv else onev, onev)
+            if hit[s]:
+                out_val[s] = add_op(add, out_val[s], t)
+            else:
+                out_val[s] = t
+                hit[s] = True
+
+
+@numba.njit(cache=True, inline="always")
+def pull_row(i, a_ptr, a_idx, a_val, a_hv, u_val, u_has, add, mul, onev, flip, w, w_has):
+    """Output row i of a masked ``A u`` (shared by both backends)."""
+    for p in range(a_ptr[i], a_ptr[i + 1]):
+        k = a_idx[p]
+        if not u_has[k]:
+            continue
+        av = a_val[p] if a_hv else onev
+        t = mul_op(mul, u_val[k], av, onev) if flip else mul_op(mul, av, u_val[k], onev)
+        if w_has[i]:
+            w[i] = add_op(add, w[i], t)
+        else:
+            w[i] = t
+            w_has[i] = True
+        if add == ADD_ANY:
+            return

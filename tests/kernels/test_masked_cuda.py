@@ -1,0 +1,70 @@
+"""The CUDA masked kernels (``kernels.cuda.masked``) against their CPU twins.
+
+Run in the CUDA-simulator child of
+``tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator``
+(``SPLA_IN_CUDASIM=1``, listed in its ``SIM_FILES``); elsewhere they skip.
+Inputs stay tiny: the simulator runs each GPU thread as a Python thread.
+The CUDA kernels must return exactly what the CPU kernels return.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from kernels import semiring_ops as ops
+
+IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+
+sim = pytest.mark.skipif(
+    not IN_SIM,
+    reason="runs only in the CUDA-simulator child process started by "
+           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+
+
+def csr(rs, m, n, p):
+    D = (rs.rand(m, n) < p) * rs.randint(1, 5, size=(m, n))
+    ptr = np.r_[0, np.cumsum((D != 0).sum(1))].astype(np.int64)
+    r, c = np.nonzero(D)
+    return ptr, c.astype(np.int64), D[r, c].astype(np.float64)
+
+
+SEMIRINGS = ((ops.ADD_PLUS, ops.MUL_TIMES), (ops.ADD_MIN, ops.MUL_PLUS),
+             (ops.ADD_ANY, ops.MUL_SECOND), (ops.ADD_MAX, ops.MUL_FIRST))
+
+
+@sim
+@pytest.mark.parametrize("add,mul", SEMIRINGS)
+def test_sim_masked_spgemm_matches_cpu(add, mul):
+    from kernels.cpu import masked as cpu
+    from kernels.cuda import masked as gpu
+    rs = np.random.RandomState(add * 7 + mul)
+    a = csr(rs, 5, 4, 0.5)
+    b = csr(rs, 4, 6, 0.5)
+    m_ptr, m_idx, m_val = csr(rs, 5, 6, 0.6)
+    m_ok = m_val != 1  # a value mask with a few zeros
+    one = np.ones(1, np.float64)
+    args = (a[0], a[1], a[2], True, b[0], b[1], b[2], True, m_ptr, m_idx, m_ok, add, mul, one)
+    want_v, want_h = cpu.masked_spgemm(*args)
+    got_v, got_h = gpu.masked_spgemm(*args)
+    np.testing.assert_array_equal(got_h, want_h)
+    np.testing.assert_array_equal(got_v[got_h], want_v[want_h])
+    assert want_h.any()
+
+
+@sim
+@pytest.mark.parametrize("add,mul", SEMIRINGS)
+@pytest.mark.parametrize("flip", [False, True])
+def test_sim_mxv_pull_matches_cpu(add, mul, flip):
+    from kernels.cpu import masked as cpu
+    from kernels.cuda import masked as gpu
+    rs = np.random.RandomState(add * 7 + mul + 50 * flip)
+    ptr, idx, val = csr(rs, 6, 5, 0.5)
+    u = rs.randint(1, 4, size=5).astype(np.float64)
+    has = rs.rand(5) < 0.7
+    for allow in (np.zeros(0, bool), rs.rand(6) < 0.5):
+        args = (ptr, idx, val, True, u, has, allow, add, mul, np.ones(1, np.float64), flip)
+        want_w, want_h = cpu.mxv_pull(*args)
+        got_w, got_h = gpu.mxv_pull(*args)
+        np.testing.assert_array_equal(got_h, want_h)
+        np.testing.assert_array_equal(got_w[got_h], want_w[want_h])
