@@ -177,46 +177,66 @@ def build_parser():
     ((-1, 5), None)
     """
     d = TrainOptions()
-
-    def default(value):
-        return f" (default: {value})"
-
     p = _Parser(
         prog="python -m sampling.train",
         description="Bulk-sampled GNN training (GraphSAGE, LADIES, FastGCN) on spla; "
                     "data parallel under mpiexec.",
         formatter_class=_formatter, argument_default=None)
+    for add, title in ((_mode_arguments, "training mode (and BNS-GCN's options)"),
+                       (_data_arguments, "dataset"),
+                       (_sampling_arguments, "sampler, minibatches and bulks"),
+                       (_distribution_arguments, "ranks, partition, feature cache, prefetch"),
+                       (_model_arguments, "model and optimizer"),
+                       (_run_arguments, "seeds, threads, output")):
+        add(p.add_argument_group(title), d)
+    return p
+
+
+def _default(value):
+    return f" (default: {value})"
+
+
+def _mode_arguments(p, d):
+    """Options of the training mode (and BNS-GCN's options)."""
     p.add_argument("--mode", choices=MODES,
                    help="sampled: minibatch training on sampled neighbourhoods (the "
                         "options below); bns: full-graph partition-parallel training with "
                         "random boundary-vertex sampling (BNS-GCN), one part of the graph per "
-                        "rank" + default(d.mode))
+                        "rank" + _default(d.mode))
     p.add_argument("--boundary-keep", type=_fraction, metavar="Q",
                    help="--mode bns only: probability of keeping each boundary vertex in an "
                         "epoch (1: exact full-graph training, 0: no boundary communication)"
-                        + default(f"{d.boundary_keep:g}"))
+                        + _default(f"{d.boundary_keep:g}"))
     p.add_argument("--model", choices=BNS_MODELS,
                    help="--mode bns only: the model trained on the whole graph"
-                        + default(d.model))
+                        + _default(d.model))
+
+
+def _data_arguments(p, d):
+    """Options of the dataset."""
     p.add_argument("--dataset", type=_dataset_name, metavar="NAME",
                    help="cora or citeseer (embedded), rmat:SCALE (seeded synthetic graph "
                         "with planted communities, 2**SCALE vertices), ogbn-NAME (an OGB "
                         "node-property dataset, downloaded to --root) or a path to an .npz "
-                        "file in the embedded graphs' format" + default(d.dataset))
+                        "file in the embedded graphs' format" + _default(d.dataset))
     p.add_argument("--root", type=_directory, metavar="DIR",
                    help="ogbn-* datasets only: where they are downloaded and read (default: "
                         "$SPLA_DATA, else ~/.cache/spla-sampling)")
+
+
+def _sampling_arguments(p, d):
+    """Options of the sampler, minibatches and bulks."""
     p.add_argument("--sampler", choices=SAMPLERS,
                    help="sage trains GraphSAGE on node-wise samples; ladies and fastgcn "
-                        "train a GCN on layer-wise samples" + default(d.sampler))
+                        "train a GCN on layer-wise samples" + _default(d.sampler))
     p.add_argument("--fanouts", type=_fanout_list, metavar="F1,F2,...",
                    help="sage only: neighbours per vertex and layer, output layer first, -1 "
                         "for all neighbours; the model has one layer per fanout"
-                        + default(",".join(map(str, d.fanouts))))
+                        + _default(",".join(map(str, d.fanouts))))
     p.add_argument("--layer-sizes", type=_size_list, metavar="S1,S2,...",
                    help="ladies/fastgcn only: vertices sampled per layer and minibatch, "
                         "output layer first; one model layer per size"
-                        + default(",".join(map(str, d.layer_sizes))))
+                        + _default(",".join(map(str, d.layer_sizes))))
     p.add_argument("--layers", type=_positive_int, metavar="L",
                    help="model depth, checked against the number of fanouts / layer sizes "
                         "(it must be equal); --mode bns: the depth of its model (default: "
@@ -224,7 +244,7 @@ def build_parser():
     p.add_argument("--batch-size", type=_positive_int, metavar="B",
                    help="seed vertices per optimizer step, over all ranks: under mpiexec "
                         "-n P each rank trains minibatches of ceil(B / P) seeds"
-                        + default(d.batch_size))
+                        + _default(d.batch_size))
     bulk = p.add_mutually_exclusive_group()
     bulk.add_argument("--bulk", type=_positive_int, metavar="K",
                       help="minibatches sampled per bulk pass, over all ranks (default: as "
@@ -232,19 +252,23 @@ def build_parser():
     bulk.add_argument("--memory-budget", type=_bytes, metavar="BYTES",
                       help="choose the bulk size so that sampling a bulk needs at most this "
                            "much memory per rank, e.g. 512M, 2G"
-                           + default(_show_bytes(d.memory_budget)))
+                           + _default(_show_bytes(d.memory_budget)))
+
+
+def _distribution_arguments(p, d):
+    """Options of the graph and features over the ranks, the cache, prefetch."""
     p.add_argument("--graph", choices=GRAPH_MODES,
                    help="replicated: every rank holds the graph and the features; "
-                        "partitioned: 1.5D block rows (graph and features)" + default(d.graph))
+                        "partitioned: 1.5D block rows (graph and features)" + _default(d.graph))
     p.add_argument("--replication", type=_positive_int, metavar="C",
                    help="--graph partitioned only: ranks per process row of the (P/C) x C "
-                        "grid; C must divide the number of ranks" + default(d.replication))
+                        "grid; C must divide the number of ranks" + _default(d.replication))
     p.add_argument("--partition", choices=PARTITIONS,
                    help="--graph partitioned or --mode bns only: how the vertices are "
                         "placed on the process rows: block (contiguous ids), metis (METIS "
                         "k-way, fewer edges between ranks; needs pymetis) or hash (a "
                         "seeded random deal, P3's); with --split global the results do not "
-                        "depend on it" + default(d.partition))
+                        "depend on it" + _default(d.partition))
     p.add_argument("--split", choices=SPLITS,
                    help="--graph partitioned only: which vertices each rank trains and "
                         "evaluates: part (each rank's own part first, as DistDGL; local "
@@ -255,40 +279,48 @@ def build_parser():
                    help="--graph partitioned only: every rank also keeps a copy of the "
                         "feature rows of this fraction of the vertices, the hottest ones, "
                         "and fetches only the others (0.1 = 10 %%)"
-                        + default(f"{d.feature_cache:g}, no cache"))
+                        + _default(f"{d.feature_cache:g}, no cache"))
     p.add_argument("--cache-policy", choices=CACHE_POLICIES,
                    help="--feature-cache only: which vertices are hottest: degree (highest "
                         "degree first) or frequency (most often fetched in one pre-sampled "
-                        "epoch)" + default(d.cache_policy))
+                        "epoch)" + _default(d.cache_policy))
     p.add_argument("--prefetch", type=_nonneg_int, metavar="K",
                    help="sample and fetch up to K bulks ahead in a background thread while "
                         "the current bulk trains (0: one after the other; the same "
-                        "minibatches and model either way)" + default(d.prefetch))
+                        "minibatches and model either way)" + _default(d.prefetch))
     p.add_argument("--features", choices=FEATURE_LAYOUTS,
                    help="rows: each minibatch's feature rows are fetched to the rank that "
                         "trains it; columns: P3, every rank holds all vertices' features for "
                         "1/P of the columns and the first layer runs push-pull (partial "
                         "activations reduce-scattered), which moves hidden-width rows "
                         "instead of feature rows; the same losses either way"
-                        + default(d.features))
+                        + _default(d.features))
+
+
+def _model_arguments(p, d):
+    """Options of the model and its optimizer."""
     p.add_argument("--device", choices=DEVICES,
                    help="where the model runs (cuda also samples on the GPU when running "
-                        "on one process)" + default(d.device))
+                        "on one process)" + _default(d.device))
     p.add_argument("--epochs", type=_positive_int, metavar="N",
-                   help="training epochs" + default("20; 200 with --mode bns"))
+                   help="training epochs" + _default("20; 200 with --mode bns"))
     p.add_argument("--lr", type=_positive_float, metavar="LR",
-                   help="Adam learning rate" + default(d.lr))
+                   help="Adam learning rate" + _default(d.lr))
     p.add_argument("--weight-decay", type=_nonneg_float, metavar="WD",
-                   help="Adam weight decay (L2 penalty)" + default(d.weight_decay))
+                   help="Adam weight decay (L2 penalty)" + _default(d.weight_decay))
     p.add_argument("--hidden", type=_positive_int, metavar="H",
                    help="hidden width of the built-in models (two layers or more)"
-                        + default(d.hidden))
+                        + _default(d.hidden))
     p.add_argument("--dropout", type=_probability, metavar="P",
                    help="dropout probability on the input of every layer while training"
-                        + default(d.dropout))
+                        + _default(d.dropout))
+
+
+def _run_arguments(p, d):
+    """Options of seeds, threads and what is shown."""
     p.add_argument("--seed", type=_nonneg_int, metavar="S",
                    help="seeds the model initialisation, the shuffles and the sampling"
-                        + default(d.seed))
+                        + _default(d.seed))
     p.add_argument("--threads", type=_positive_int, metavar="N",
                    help="numba and torch threads per process while training (default: "
                         "numba gets NUMBA_NUM_THREADS, else the cores divided by the ranks "
@@ -302,8 +334,6 @@ def build_parser():
                             "(needs tqdm; default: only when stderr is a terminal)")
     shown.add_argument("--no-progress", dest="progress", action="store_false", default=None,
                        help="never show the progress bar")
-    return p
-
 
 def _check_given(given):
     """Refuse options given on the command line that do not apply to the run."""

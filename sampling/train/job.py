@@ -76,7 +76,7 @@ def run_bns(opts, comm=None, out=None):
     """
     from sampling.train.bns import BNSTrainer, rank_table
     from sampling.train.launch import default_threads, using_threads
-    from sampling.train.trainer import _load
+    from sampling.train.build import load_dataset as _load
     out = out or sys.stdout
     comm = world_comm(need_mpi=True) if comm is None else comm
     threads = opts.threads or default_threads()

@@ -148,10 +148,23 @@ def check_options(opts, *, sizes=True):
         _check_bns(opts)
         if opts.partition not in PARTITIONS:
             raise UsageError(f"unknown partition {opts.partition!r}; use block, metis or hash")
-        if opts.root is not None and not is_ogb_name(opts.dataset):
-            raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
-                             f"downloaded); {opts.dataset!r} is not one: drop --root")
-        return
+    else:
+        _check_sampled(opts, sizes)
+        _check_layout(opts)
+        _check_features(opts)
+    if opts.root is not None and not is_ogb_name(opts.dataset):
+        raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
+                         f"downloaded); {opts.dataset!r} is not one: drop --root")
+    if opts.mode != "bns" and opts.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plot needs matplotlib; install it with `pip install "
+                             "matplotlib` or drop --plot")
+
+
+def _check_sampled(opts, sizes):
+    """The minibatch mode's own choices: sampler, device, depth."""
     if opts.model != "gcn" or opts.boundary_keep != 1.0:
         what = "--model" if opts.model != "gcn" else "--boundary-keep"
         raise UsageError(f"{what} applies to --mode bns (full-graph BNS-GCN training); "
@@ -166,6 +179,10 @@ def check_options(opts, *, sizes=True):
     if sizes and opts.layers is not None and opts.layers != opts.depth:
         raise UsageError(f"{what} has {opts.depth} entries but the model has --layers "
                          f"{opts.layers}; give one entry per layer")
+
+
+def _check_layout(opts):
+    """Replication, partition and split: only with a partitioned graph."""
     if opts.replication != 1 and opts.graph == "replicated":
         raise UsageError("--replication applies to --graph partitioned; drop it or add "
                          "--graph partitioned")
@@ -173,12 +190,16 @@ def check_options(opts, *, sizes=True):
         raise UsageError(f"unknown partition {opts.partition!r}; use block, metis or hash")
     if opts.split is not None and opts.split not in SPLITS:
         raise UsageError(f"unknown split {opts.split!r}; use global or part")
-    if (opts.graph != "partitioned" and opts.mode != "bns"
+    if (opts.graph != "partitioned"
             and (opts.partition != "block" or opts.split not in (None, "global"))):
         what = (f"--partition {opts.partition}" if opts.partition != "block"
                 else f"--split {opts.split}")
         raise UsageError(f"{what} applies to --graph partitioned (a replicated graph has no "
                          "parts); drop it or add --graph partitioned")
+
+
+def _check_features(opts):
+    """Feature layout, cache and prefetch."""
     if opts.features not in FEATURE_LAYOUTS:
         raise UsageError(f"unknown feature layout {opts.features!r}; use rows or columns")
     if opts.features == "columns":
@@ -204,15 +225,6 @@ def check_options(opts, *, sizes=True):
     if isinstance(pf, bool) or not isinstance(pf, numbers.Integral) or pf < 0:
         raise UsageError(f"--prefetch must be a number of bulks >= 0 (0: no background "
                          f"thread); got {pf!r}")
-    if opts.root is not None and not is_ogb_name(opts.dataset):
-        raise UsageError(f"--root applies to ogbn-* datasets (it is where they are "
-                         f"downloaded); {opts.dataset!r} is not one: drop --root")
-    if opts.plot is not None:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise UsageError("--plot needs matplotlib; install it with `pip install "
-                             "matplotlib` or drop --plot")
 
 
 def _check_bns(opts):
