@@ -10,12 +10,25 @@ need an atomic per monoid.
 
 from numba import cuda
 
-from kernels.cuda._util import _xp, device, launch
+import numpy as np
+
+from kernels.cuda._util import SIM, _xp, device, launch
 from kernels.semiring_ops import masked_row as _masked_row
 from kernels.semiring_ops import pull_row as _pull_row
 
 masked_row = device(_masked_row)
 pull_row = device(_pull_row)
+
+
+def _plain(args):
+    """Under the simulator, host arrays of a cupy stand-in as plain numpy views.
+
+    A stand-in's element reads return 0-d arrays (as cupy's do on the host),
+    which the simulated device code cannot mix with scalars.
+    """
+    if not SIM:
+        return args
+    return [a.view(np.ndarray) if isinstance(a, np.ndarray) else a for a in args]
 
 
 @cuda.jit(cache=True)
@@ -36,8 +49,9 @@ def masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m
     hit = xp.zeros(m_idx.size, bool)
     n = a_ptr.size - 1
     if n > 0 and m_idx.size and a_idx.size:
-        launch(_masked_spgemm, n, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx, b_val,
-               bool(b_hv), m_ptr, m_idx, m_ok, add, mul, one, out_val, hit)
+        launch(_masked_spgemm, n, *_plain([a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx,
+                                           b_val, bool(b_hv), m_ptr, m_idx, m_ok, add, mul,
+                                           one, out_val, hit]))
     return out_val, hit
 
 
@@ -58,6 +72,6 @@ def mxv_pull(a_ptr, a_idx, a_val, a_hv, u_val, u_has, allow, add, mul, one, flip
     w = xp.empty(max(n, 0), one.dtype)
     w_has = xp.zeros(max(n, 0), bool)
     if n > 0 and a_idx.size:
-        launch(_mxv_pull, n, a_ptr, a_idx, a_val, bool(a_hv), u_val, u_has, allow, add, mul,
-               one, bool(flip), w, w_has)
+        launch(_mxv_pull, n, *_plain([a_ptr, a_idx, a_val, bool(a_hv), u_val, u_has, allow,
+                                      add, mul, one, bool(flip), w, w_has]))
     return w, w_has

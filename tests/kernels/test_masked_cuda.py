@@ -68,3 +68,45 @@ def test_sim_mxv_pull_matches_cpu(add, mul, flip):
         got_w, got_h = gpu.mxv_pull(*args)
         np.testing.assert_array_equal(got_h, want_h)
         np.testing.assert_array_equal(got_w[got_h], want_w[want_h])
+
+
+@pytest.fixture(scope="module")
+def cp():
+    """The cupy stand-in (tests/fake_cupy.py), installed for this module's GPU-path tests."""
+    import sys
+
+    import fake_cupy
+    saved = sys.modules.get("cupy")
+    mod = fake_cupy.install()
+    yield mod
+    if saved is None:
+        sys.modules.pop("cupy", None)
+    else:
+        sys.modules["cupy"] = saved
+
+
+@sim
+def test_sim_spla_masked_operators_gpu_equal_cpu(cp):
+    """mxm with a mask, mxv, vxm (pull on the transpose) and a write step on the GPU path."""
+    import spla
+    from spla import Matrix, Vector, semiring
+    rs = np.random.RandomState(5)
+    D = (rs.rand(6, 6) < 0.4) * rs.randint(1, 4, size=(6, 6)).astype(np.float64)
+    A = Matrix.from_dense(D)
+    u = Vector.from_coo([0, 3], [1.0, 2.0], size=6)
+    seen = Vector.from_coo([0, 1], size=6)
+    Ag, ug, sg = A.to("cuda"), u.to("cuda"), seen.to("cuda")
+    assert Ag.device == "cuda" and ug.device == "cuda"
+    cases = [
+        (lambda A, u, s: spla.mxm(A, A, semiring.min_plus, mask=A.S),
+         lambda r: r.to("cpu")),
+        (lambda A, u, s: spla.mxv(A, u, semiring.plus_times, mask=~s.S),
+         lambda r: r.to("cpu")),
+        (lambda A, u, s: spla.vxm(u, A, semiring.any_secondi, mask=~s.S, out=s,
+                                  accum="plus"),
+         lambda r: r.to("cpu")),
+    ]
+    for f, back in cases:
+        want = f(A, u, seen)
+        got = back(f(Ag, ug, sg))
+        assert got.isequal(want), (got, want)
