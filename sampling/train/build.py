@@ -234,6 +234,9 @@ def plan_bulk(opts, comm, sampler, minibatch_size, steps):
                              f"one minibatch of {minibatch_size} seeds (about {need} bytes "
                              "on this rank); raise it or lower --batch-size")
         per_rank = BulkPlanner(sampler, opts.memory_budget).bulk_size(minibatch_size)
+    # More minibatches per bulk than an epoch has would only inflate the
+    # figure the run reports.
+    per_rank = min(per_rank, steps)
     if opts.prefetch:
         per_rank = min(per_rank, max(1, -(-steps // (opts.prefetch + 1))))
     return C.agree_min(comm, per_rank)

@@ -7,7 +7,8 @@ import numpy as np
 from sampling.train.options import PHASES
 
 _COLS = [("epoch", 5), ("loss", 7), ("val acc", 7), ("sample s", 8), ("fetch s", 7),
-         ("fwd/bwd s", 9), ("allreduce s", 11), ("eval s", 7), ("SEPS", 9), ("MB moved", 8)]
+         ("fwd/bwd s", 9), ("allreduce s", 11), ("eval s", 7), ("SEPS", 9), ("MB moved", 8),
+         ("MB smp/feat/grad", 16)]
 # Only with prefetch (after "fetch s"): the training loop's seconds blocked
 # waiting for the next bulk, and the share of sample + fetch hidden behind
 # training (sample s and fetch s are then background seconds).
@@ -82,14 +83,16 @@ def format_row(s, cache=False, prefetch=False):
     >>> from types import SimpleNamespace
     >>> times = {"sample": 0.5, "fetch": 0.25, "fwd/bwd": 1.0, "allreduce": 0.0, "eval": 0.1}
     >>> s = SimpleNamespace(epoch=1, loss=1.25, val_acc=0.5, times=times, seps=25000.0,
-    ...                     bytes_moved=3e6)
+    ...                     bytes_moved=3e6, bytes_by_phase={"sample": 1e6, "features": 1.5e6,
+    ...                                                      "gradients": 5e5, "other": 0})
     >>> format_row(s).split()
-    ['1', '1.2500', '0.5000', '0.500', '0.250', '1.000', '0.000', '0.100', '25.00k', '3.00']
+    ['1', '1.2500', '0.5000', '0.500', '0.250', '1.000', '0.000', '0.100', '25.00k', '3.00', \
+'1.00/1.50/0.50']
     """
     t = s.times
     vals = [f"{s.epoch:d}", f"{s.loss:.4f}", f"{s.val_acc:.4f}", f"{t['sample']:.3f}",
             f"{t['fetch']:.3f}", f"{t['fwd/bwd']:.3f}", f"{t['allreduce']:.3f}",
-            f"{t['eval']:.3f}", _si(s.seps), f"{s.bytes_moved / 1e6:.2f}"]
+            f"{t['eval']:.3f}", _si(s.seps), f"{s.bytes_moved / 1e6:.2f}", _by_phase(s)]
     if prefetch:
         ov = s.overlap
         vals[_AFTER_FETCH:_AFTER_FETCH] = [f"{s.wait:.3f}",
@@ -98,6 +101,15 @@ def format_row(s, cache=False, prefetch=False):
         rate = s.cache_hit_rate
         vals.append(f"{100 * rate:.1f} %" if math.isfinite(rate) else "-")
     return table_line(_columns(cache, prefetch), vals)
+
+
+def _by_phase(s):
+    """Megabytes of sampling's row fetches, feature fetches and gradients: 'a/b/c'."""
+    phases = getattr(s, "bytes_by_phase", None) or {}
+    if not phases:
+        return "-"
+    return "/".join(f"{phases.get(k, 0) / 1e6:.2f}" for k in ("sample", "features",
+                                                               "gradients"))
 
 
 def _si(x):
