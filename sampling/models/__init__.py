@@ -1,7 +1,9 @@
 """GNN models (PyTorch) that consume ``MiniBatch`` blocks directly.
 
 ``SAGE`` (GraphSAGE's model) and ``GCN`` (``sampling.models.layers``) train on the blocks
-of any sampler; ``model_for`` picks the one a sampler's name calls for.
+of any sampler; ``RGCN`` (``sampling.models.rgcn``) those of
+``HeteroGraphSAGE``, with ``Embedding`` for featureless vertex types;
+``model_for`` picks the one a sampler's name calls for.
 ``BlockOperator`` turns a block into a sparse operator with an exact
 transpose-product gradient, the building block of custom models.
 
@@ -16,6 +18,8 @@ import warnings
 from sampling.models.layers import (GCN, BlockOperator, GCNConv, SAGE, SAGEConv,
                                     SparseMatMul, block_matmul, block_operators,
                                     feature_dropout, model_for, require_torch)
+from sampling.models.embedding import Embedding
+from sampling.models.rgcn import RGCN
 
 _RENAMED = {"spmm": "block_matmul", "dropout": "feature_dropout", "GraphSAGE": "SAGE"}
 
@@ -30,4 +34,5 @@ def __getattr__(name):
 
 
 __all__ = ["require_torch", "BlockOperator", "SparseMatMul", "block_matmul", "block_operators",
-           "feature_dropout", "SAGEConv", "GCNConv", "SAGE", "GCN", "model_for"]
+           "feature_dropout", "SAGEConv", "GCNConv", "SAGE", "GCN", "model_for", "RGCN",
+           "Embedding"]
