@@ -217,3 +217,44 @@ def test_errors():
         s.sample([[G.num_nodes["institution"]]], node_type="institution", seed=0)
     with pytest.raises(spla.InvalidValue, match="distinct"):
         s.sample([[1, 1]], node_type="paper", seed=0)
+
+
+def test_loader_bulk_independent_and_features():
+    pytest.importorskip("torch")
+    from sampling.loading.hetero_loader import HeteroNodeLoader, is_typed_seeds
+    G = mag_dataset(6).to_undirected()
+    s = HeteroGraphSAGE(G, [3, 2])
+    train = G.split("train", "paper")
+    assert is_typed_seeds(("paper", train))
+    one = list(HeteroNodeLoader(s, ("paper", train), 7, bulk=1).epoch(2))
+    many = list(HeteroNodeLoader(s, ("paper", train), 7, bulk=5).epoch(2))
+    assert len(one) == len(many) == -(-train.size // 7)
+    assert all(a == b for a, b in zip(one, many))
+    assert sorted(np.concatenate([m.seeds for m in one]).tolist()) == sorted(train.tolist())
+    for mb in one:
+        for t, v in mb.input_nodes.items():
+            assert np.array_equal(mb.x[t].numpy(), G.x[t][v])
+        assert np.array_equal(mb.y["paper"].numpy(), G.y["paper"][mb.seeds])
+    loader = HeteroNodeLoader(s, ("paper", train), 7)
+    e0, e1 = [m.seeds.tolist() for m in loader], [m.seeds.tolist() for m in loader]
+    assert e0 != e1                                           # a new shuffle per epoch
+    ordered = HeteroNodeLoader(s, ("paper", train), 7, shuffle=False, drop_last=True)
+    assert [m.seeds.tolist() for m in ordered.epoch(0)][0] == train[:7].tolist()
+    assert len(ordered) == train.size // 7
+
+
+def test_loader_errors():
+    from sampling.loading.hetero_loader import HeteroNodeLoader
+    G = mag_dataset(5).to_undirected()
+    s = HeteroGraphSAGE(G, [2])
+    with pytest.raises(spla.InvalidValue, match="labels"):
+        HeteroNodeLoader(s, ("author", [0, 1]), 2)
+    assert HeteroNodeLoader(s, ("author", [0, 1]), 2, labels={}).node_type == "author"
+    with pytest.raises(spla.InvalidValue, match="seeds"):
+        HeteroNodeLoader(s, ("venue", [0]), 2)
+    with pytest.raises(spla.InvalidValue, match="distinct"):
+        HeteroNodeLoader(s, ("paper", [0, 0]), 2)
+    with pytest.raises(spla.IndexOutOfRange):
+        HeteroNodeLoader(s, ("paper", [10**6]), 2)
+    with pytest.raises(spla.DTypeError, match="HeteroGraphSAGE"):
+        HeteroNodeLoader(object(), ("paper", [0]), 2)
