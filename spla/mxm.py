@@ -10,12 +10,11 @@ row-selection ``Q`` samples straight from A's rows and never forms ``Q @ A``.
 
 import sys
 
-import numpy as np
 
 from spla import backend
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError
-from spla.matrix import Matrix, _narrow_indices
+from spla.matrix import Matrix
 from spla.semiring import as_semiring, plus_times
 
 
@@ -184,25 +183,3 @@ def kernel_values(M, dtype):
 def _compute(A, B, sr):
     from spla.product import product
     return product(A, B, sr)
-
-
-def _kernel_product(A, B, sr, av, bv, out_dt):
-    """The product by the compiled semiring kernels (operand values prepared)."""
-    xp = A.xp
-    K = backend.kernels_for(A.device)
-    # A structural result still flows through the kernels' value arrays:
-    # make them 1 byte wide, since they are dropped.
-    cdt = np.dtype(np.bool_) if out_dt is None else out_dt
-    a_val, a_hv = (xp.zeros(0, cdt), False) if av is None else (av.astype(cdt, copy=False), True)
-    b_val, b_hv = (xp.zeros(0, cdt), False) if bv is None else (bv.astype(cdt, copy=False), True)
-    one = xp.ones(1, cdt)
-    if _max_row_nnz(A) <= 1:
-        ptr, idx, val = K.spgemm.spgemm_gather(A.indptr, A.indices, a_val, a_hv,
-                                               B.indptr, B.indices, b_val, b_hv,
-                                               sr.mul_code, one)
-    else:
-        ptr, idx, val = K.spgemm.spgemm(A.indptr, A.indices, a_val, a_hv, B.indptr,
-                                        B.indices, b_val, b_hv, B.ncols, sr.monoid.code,
-                                        sr.mul_code, one)
-    return Matrix._new(ptr, _narrow_indices(idx, B.ncols),
-                       None if out_dt is None else val, (A.nrows, B.ncols))

@@ -74,7 +74,6 @@ def product(A, B, sr, mask=None):
         return generic_product(A, B, sr, av, bv)
     if mask is not None and not mask.complement and isinstance(mask.parent, Matrix):
         return _masked_spgemm(A, B, sr, av, bv, out_dt, mask)
-    from spla.mxm import _kernel_product
     return _kernel_product(A, B, sr, av, bv, out_dt)
 
 
@@ -151,3 +150,25 @@ def generic_product(A, B, sr, av, bv):
     C = Matrix._new(ptr, _narrow_indices(rk % n, B.ncols),
                     None if sr.structural else rv, (A.nrows, B.ncols))
     return C.to("cuda") if on_gpu else C
+
+
+def _kernel_product(A, B, sr, av, bv, out_dt):
+    """The product by the compiled semiring kernels (operand values prepared)."""
+    xp = A.xp
+    K = backend.kernels_for(A.device)
+    # A structural result still flows through the kernels' value arrays:
+    # make them 1 byte wide, since they are dropped.
+    cdt = np.dtype(np.bool_) if out_dt is None else out_dt
+    a_val, a_hv = (xp.zeros(0, cdt), False) if av is None else (av.astype(cdt, copy=False), True)
+    b_val, b_hv = (xp.zeros(0, cdt), False) if bv is None else (bv.astype(cdt, copy=False), True)
+    one = xp.ones(1, cdt)
+    if A.nrows == 0 or int(xp.diff(A.indptr).max()) <= 1:
+        ptr, idx, val = K.spgemm.spgemm_gather(A.indptr, A.indices, a_val, a_hv,
+                                               B.indptr, B.indices, b_val, b_hv,
+                                               sr.mul_code, one)
+    else:
+        ptr, idx, val = K.spgemm.spgemm(A.indptr, A.indices, a_val, a_hv, B.indptr,
+                                        B.indices, b_val, b_hv, B.ncols, sr.monoid.code,
+                                        sr.mul_code, one)
+    return Matrix._new(ptr, _narrow_indices(idx, B.ncols),
+                       None if out_dt is None else val, (A.nrows, B.ncols))

@@ -10,7 +10,7 @@ import numpy as np
 
 from spla import backend
 from spla.checks import as_index_array, as_int, describe, fail, value_dtype
-from spla.exceptions import DimensionMismatch, InvalidCSR
+from spla.exceptions import DimensionMismatch
 from spla.matrix import Matrix, _array, _readonly, _widen_values
 
 
@@ -224,8 +224,3 @@ class Vector:
         return self._values is None or (self.dtype == other.dtype and bool(
             xp.array_equal(self._values, other._values)))
 
-
-def check_canonical(func, idx):
-    """InvalidCSR unless ``idx`` is strictly increasing."""
-    if idx.size > 1 and bool((idx[1:] <= idx[:-1]).any()):
-        fail(InvalidCSR, func, "indices", "strictly increasing indices", describe(idx))
