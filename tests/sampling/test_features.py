@@ -413,3 +413,84 @@ def test_warm_cache_needs_a_frequency_store(x):
     none = FeatureStore(x, mode="partitioned", cache_policy="frequency")
     assert none.warm_cache(np.ones(37, np.int64)).cache_stats().cached_rows == 0
 
+
+
+# ---------------------------------------------------------------------------
+# The parts behind the facade: row storage, hot-row cache, labels
+# ---------------------------------------------------------------------------
+
+from sampling.loading import feature_cache, feature_storage, features  # noqa: E402
+from sampling.loading.feature_cache import HotRowCache, HotSet  # noqa: E402
+from sampling.loading.labels import Targets  # noqa: E402
+
+
+def test_every_public_name_still_imports_from_features():
+    for name, module in [("CACHE_POLICIES", feature_cache), ("CacheStats", feature_cache),
+                         ("cache_size", feature_cache), ("hottest", feature_cache),
+                         ("plan_requests", feature_storage)]:
+        assert getattr(features, name) is getattr(module, name)
+        assert name in features.__all__
+    assert features.CACHE_POLICIES == ("degree", "frequency")
+
+
+class _HalfOwned:
+    """A stand-in for RowStorage that owns only the even storage positions below ``stop``."""
+
+    def __init__(self, x, stop):
+        self.local, self.num_features, self.stop = x[:stop], x.shape[1], stop
+
+    def owned(self, ids):
+        own = ids < self.stop
+        return own, ids[own]
+
+
+@given(st.sets(st.integers(0, 36), max_size=37), st.integers(0, 37))
+def test_hot_rows_come_from_the_block_or_the_copies(hot, stop):
+    x = np.random.default_rng(3).standard_normal((37, 5)).astype(np.float32)
+    ids = np.array(sorted(hot), np.int64)
+    copy_ids = ids[ids >= stop]
+    hot_set = HotSet(ids, copy_ids, x[copy_ids])
+    assert np.array_equal(hot_set.rows(_HalfOwned(x, stop), ids), x[ids])
+    probe = np.arange(37)
+    assert hot_set.hits(probe).tolist() == [v in hot for v in range(37)]
+    assert hot_set.memory_bytes == 8 * ids.size + 8 * copy_ids.size + 4 * 5 * copy_ids.size
+
+
+@given(st.lists(st.integers(0, 36), max_size=60), st.sets(st.integers(0, 36), max_size=37))
+def test_cache_lookup_matches_a_plain_gather_and_counts_hits(x, wanted, hot):
+    store = FeatureStore(x, mode="partitioned")
+    cache = HotRowCache(0.5, "degree", 5)
+    hot_ids = np.array(sorted(hot), np.int64)
+    cache._hot = HotSet(hot_ids, np.zeros(0, np.int64), np.zeros((0, 5), np.float32))
+    unique = np.unique(np.array(wanted, np.int64))
+    assert np.array_equal(cache.lookup(store._storage, unique), x[unique])
+    s = cache.stats()
+    expected_hits = len(set(wanted) & hot)
+    assert (s.fetches, s.requested, s.hits, s.misses) == (1, unique.size, expected_hits,
+                                                          unique.size - expected_hits)
+    assert s.bytes_sent == 0                          # one rank: every row is its own
+
+
+def test_a_twin_sees_a_cache_warmed_after_dup(x):
+    store = FeatureStore(x, mode="partitioned", cache=0.1, cache_policy="frequency")
+    twin = store.dup()
+    store.warm_cache(np.bincount(IDS, minlength=37))
+    # counts: 3 thrice, 36 twice, then ties of one broken by the smaller id (0, 1)
+    assert twin.cached_ids.tolist() == store.cached_ids.tolist() == [0, 1, 3, 36]
+    assert np.array_equal(twin.fetch(IDS), x[IDS])
+    assert store.cache_stats().hits == 4              # the twin's fetch, counted on both
+    assert twin.local is store.local and twin.comm is not store.comm
+
+
+def test_targets_answer_like_numpy():
+    y = np.arange(37) % 3 - (np.arange(37) == 4)       # vertex 4 unknown (-1)
+    t = Targets("FeatureStore", y, {"train": [5, 1, 5], "test": []}, 37, 3)
+    assert t.fetch("f", IDS).tolist() == y[IDS].tolist()
+    assert t.mask("train").tolist() == np.isin(np.arange(37), [1, 5]).tolist()
+    assert not t.mask("test").any() and t.num_classes == 3
+    with pytest.raises(spla.IndexOutOfRange) as info:
+        t.fetch("FeatureStore.fetch_labels", [37])
+    assert str(info.value) == ("FeatureStore.fetch_labels: argument 'ids' must be indices "
+                               "below 37; got 37")
+    with pytest.raises(KeyError):
+        t.mask("val")
