@@ -133,3 +133,41 @@ def pull_row(i, a_ptr, a_idx, a_val, a_hv, u_val, u_has, add, mul, onev, flip, w
             w_has[i] = True
         if add == ADD_ANY:
             return
+
+
+@numba.njit(cache=True, inline="always")
+def dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
+            add, mul, onev, out_val, hit):
+    """Mask slots of output row i as dot products of A's row i and Bᵀ's rows.
+
+    Each allowed slot (i, j) merges the sorted rows i of A and j of Bᵀ: the
+    work is their lengths, whatever B's other rows hold.
+    """
+    for s in range(m_ptr[i], m_ptr[i + 1]):
+        if not m_ok[s]:
+            continue
+        j = m_idx[s]
+        p = a_ptr[i]
+        pe = a_ptr[i + 1]
+        q = bt_ptr[j]
+        qe = bt_ptr[j + 1]
+        acc = onev
+        found = False
+        while p < pe and q < qe:
+            ka = a_idx[p]
+            kb = bt_idx[q]
+            if ka == kb:
+                t = mul_op(mul, a_val[p] if a_hv else onev, bt_val[q] if bt_hv else onev, onev)
+                acc = add_op(add, acc, t) if found else t
+                found = True
+                if add == ADD_ANY:
+                    break
+                p += 1
+                q += 1
+            elif ka < kb:
+                p += 1
+            else:
+                q += 1
+        if found:
+            out_val[s] = acc
+            hit[s] = True

@@ -87,14 +87,44 @@ def _masked_spgemm(A, B, sr, av, bv, out_dt, mask):
         m_ok = xp.ones(M.nnz, np.bool_)
     else:
         m_ok = M.values != 0
-    out_val, hit = masked_kernels(A.device).masked_spgemm(
-        A.indptr, A.indices, a_val, a_hv, B.indptr, B.indices, b_val, b_hv, M.indptr,
-        M.indices, m_ok, sr.monoid.code, sr.mul_code, xp.ones(1, cdt))
+    K = masked_kernels(A.device)
+    one = xp.ones(1, cdt)
+    if _dot_is_cheaper(xp, A, B, M):
+        bt_ptr, bt_idx, bt_val = _transpose_arrays(xp, B, b_val, b_hv)
+        out_val, hit = K.masked_dot(A.indptr, A.indices, a_val, a_hv, bt_ptr, bt_idx, bt_val,
+                                    b_hv, M.indptr, M.indices, m_ok, sr.monoid.code,
+                                    sr.mul_code, one)
+    else:
+        out_val, hit = K.masked_spgemm(A.indptr, A.indices, a_val, a_hv, B.indptr, B.indices,
+                                       b_val, b_hv, M.indptr, M.indices, m_ok, sr.monoid.code,
+                                       sr.mul_code, one)
     counts = xp.bincount(row_ids(M.indptr)[hit], minlength=M.nrows) if M.nnz else \
         xp.zeros(M.nrows, np.int64)
     ptr = xp.concatenate([xp.zeros(1, np.int64), xp.cumsum(counts).astype(np.int64)])
     return Matrix._new(ptr, _narrow_indices(M.indices[hit], B.ncols),
                        None if out_dt is None else out_val[hit], (A.nrows, B.ncols))
+
+
+def _dot_is_cheaper(xp, A, B, M):
+    """Dot products (merge A's row i with Bᵀ's row j per mask entry) versus push.
+
+    Push costs B's row length per entry of A; dot costs both rows' lengths
+    per mask entry, plus a transpose of B.
+    """
+    if A.nnz == 0 or M.nnz == 0:
+        return False
+    push = int(xp.diff(B.indptr)[A.indices].sum())
+    deg_bt = xp.bincount(B.indices, minlength=B.ncols)
+    dot = int(xp.diff(A.indptr)[row_ids(M.indptr)].sum() + deg_bt[M.indices].sum())
+    return dot + 2 * B.nnz < push
+
+
+def _transpose_arrays(xp, B, b_val, b_hv):
+    """Bᵀ in CSR (indptr, int64 indices, values) by a stable sort on columns."""
+    order = xp.argsort(B.indices, kind="stable")
+    counts = xp.bincount(B.indices, minlength=B.ncols)
+    ptr = xp.concatenate([xp.zeros(1, np.int64), xp.cumsum(counts).astype(np.int64)])
+    return ptr, row_ids(B.indptr)[order], (b_val[order] if b_hv else b_val)
 
 
 def expand(A, B):

@@ -1,11 +1,15 @@
 """Masked products, CPU: ``C<M> = A ⊕.⊗ B`` and masked ``mxv`` / ``vxm``.
 
-``masked_spgemm`` computes only the entries of the mask's pattern: each
+``masked_spgemm`` (push) and ``masked_dot`` compute only the entries of
+the mask's pattern.  ``masked_spgemm``: each
 output row owns the mask row's slots (``m_ptr``/``m_idx``), and each product
 ``A[i, k] B[k, j]`` is looked up among them, by binary search when B's row
 is short next to the mask row, by a merge of the two sorted rows otherwise.
 Memory is the mask's entries: the unmasked product (for triangle counting,
-all wedges of the graph) is never formed.  ``m_ok`` says which mask slots
+all wedges of the graph) is never formed.  ``masked_dot`` computes each
+allowed slot (i, j) as the merge of A's row i with Bᵀ's row j (the caller
+passes Bᵀ in CSR): cheaper when B's rows are long next to the mask's rows,
+as in triangle counting's L·Lᵀ.  ``m_ok`` says which mask slots
 let a result through (a value mask's zeros do not); the caller compacts the
 slots that got a value (``hit``).
 
@@ -25,7 +29,7 @@ import numpy as np
 from numba import prange
 
 from kernels.parallel import parallel_kernel
-from kernels.semiring_ops import ADD_ANY, add_op, masked_row, mul_op, pull_row
+from kernels.semiring_ops import ADD_ANY, add_op, dot_row, masked_row, mul_op, pull_row
 
 
 def _spgemm_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
@@ -43,6 +47,24 @@ def masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m
     for i in prange(n):
         masked_row(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
                    m_ok, add, mul, onev, out_val, hit)
+    return out_val, hit
+
+
+def _dot_work(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, *rest):
+    return int(m_idx.size) * 8
+
+
+@parallel_kernel(_dot_work)
+def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
+               add, mul, one):
+    """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products."""
+    n = a_ptr.size - 1
+    out_val = np.empty(m_idx.size, one.dtype)
+    hit = np.zeros(m_idx.size, np.bool_)
+    onev = one[0]
+    for i in prange(n):
+        dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx,
+                m_ok, add, mul, onev, out_val, hit)
     return out_val, hit
 
 

@@ -13,10 +13,12 @@ from numba import cuda
 import numpy as np
 
 from kernels.cuda._util import SIM, _xp, device, launch
+from kernels.semiring_ops import dot_row as _dot_row
 from kernels.semiring_ops import masked_row as _masked_row
 from kernels.semiring_ops import pull_row as _pull_row
 
 masked_row = device(_masked_row)
+dot_row = device(_dot_row)
 pull_row = device(_pull_row)
 
 
@@ -52,6 +54,30 @@ def masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m
         launch(_masked_spgemm, n, *_plain([a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx,
                                            b_val, bool(b_hv), m_ptr, m_idx, m_ok, add, mul,
                                            one, out_val, hit]))
+    return out_val, hit
+
+
+@cuda.jit(cache=True)
+def _masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
+                add, mul, one, out_val, hit):
+    n = a_ptr.size - 1
+    onev = one[0]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx,
+                m_ok, add, mul, onev, out_val, hit)
+
+
+def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
+               add, mul, one):
+    """(out_val, hit) by dot products; see ``kernels.cpu.masked.masked_dot``."""
+    xp = _xp(a_ptr)
+    out_val = xp.empty(m_idx.size, one.dtype)
+    hit = xp.zeros(m_idx.size, bool)
+    n = a_ptr.size - 1
+    if n > 0 and m_idx.size and a_idx.size:
+        launch(_masked_dot, n, *_plain([a_ptr, a_idx, a_val, bool(a_hv), bt_ptr, bt_idx, bt_val,
+                                        bool(bt_hv), m_ptr, m_idx, m_ok, add, mul, one,
+                                        out_val, hit]))
     return out_val, hit
 
 

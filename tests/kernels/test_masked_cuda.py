@@ -110,3 +110,22 @@ def test_sim_spla_masked_operators_gpu_equal_cpu(cp):
         want = f(A, u, seen)
         got = back(f(Ag, ug, sg))
         assert got.isequal(want), (got, want)
+
+
+@sim
+@pytest.mark.parametrize("add,mul", SEMIRINGS)
+def test_sim_masked_dot_matches_cpu_and_push(add, mul):
+    from kernels.cpu import masked as cpu
+    from kernels.cuda import masked as gpu
+    rs = np.random.RandomState(add * 5 + mul + 100)
+    a = csr(rs, 5, 4, 0.6)
+    bt = csr(rs, 6, 4, 0.6)            # Bᵀ (6 x 4), so B is 4 x 6
+    m_ptr, m_idx, m_val = csr(rs, 5, 6, 0.6)
+    m_ok = m_val != 1
+    one = np.ones(1, np.float64)
+    args = (a[0], a[1], a[2], True, bt[0], bt[1], bt[2], True, m_ptr, m_idx, m_ok, add, mul,
+            one)
+    want_v, want_h = cpu.masked_dot(*args)
+    got_v, got_h = gpu.masked_dot(*args)
+    np.testing.assert_array_equal(got_h, want_h)
+    np.testing.assert_array_equal(got_v[got_h], want_v[want_h])

@@ -207,3 +207,30 @@ def test_bad_input(call, cls, pattern):
     u = Vector.from_dense(np.array([1.0, 1.0]))
     with pytest.raises(cls, match=pattern):
         call(A, u)
+
+
+@SET
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["plus_times", "min_plus", "plus_pair",
+                                                    "any_pair", "max_times"]))
+def test_masked_dot_and_push_agree(seed, name):
+    """Both masked SpGEMM variants (chosen by cost) equal the unmasked product masked."""
+    import kernels.cpu.masked as km
+    from spla import product
+    rs = np.random.RandomState(seed)
+    A = Matrix.from_dense(dense_mat(rs, 6, 5, 0.6))
+    B = Matrix.from_dense(dense_mat(rs, 5, 7, 0.6))
+    M = Matrix.from_dense(dense_mat(rs, 6, 7, 0.6))
+    sr = getattr(semiring, name)
+    for mask in (M.S, M.V):
+        want = spla.mxm(A, B, sr).new()
+        want = spla.ewise_mult(want, M if mask.structural else spla.select(M, "nonzero"),
+                               binary.first) if want.nnz else want
+        for force in (False, True):
+            orig = product._dot_is_cheaper
+            product._dot_is_cheaper = lambda xp, A, B, M: force
+            try:
+                got = spla.mxm(A, B, sr, mask=mask)
+            finally:
+                product._dot_is_cheaper = orig
+            assert as_dict(got) == pytest.approx(as_dict(want)), (force, mask)
+    assert km.masked_dot is not None
