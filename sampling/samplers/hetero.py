@@ -360,8 +360,8 @@ class HeteroGraphSAGE:
             # Valued like the sampled blocks, so that vstack can join them.
             vals = (np.zeros(0, np.float32) if self.replace else
                     np.zeros(0, A.values.dtype) if self.weighted else None)
-            return Matrix._new(np.zeros(nodes.size + 1, np.int64), np.zeros(0, np.int64),
-                               vals, (nodes.size, n_s))
+            return Matrix.from_csr(np.zeros(nodes.size + 1, np.int64), np.zeros(0, np.int64),
+                                   vals, (nodes.size, n_s), check=False, copy=False)
         Q = selection(nodes, n_d)
         P = Q @ A if self.weighted else mxm(Q, A, semiring.any_pair)
         group = np.repeat(ids, np.diff(ptr))
