@@ -1,4 +1,4 @@
-"""HeteroGraph construction, transforms, errors; the MAG generator; ogbn-mag on tiny files; from_pyg."""
+"""HeteroGraph: construction, transforms, errors, the MAG generator, ogbn-mag, from_pyg."""
 
 import gzip
 import os
