@@ -63,7 +63,8 @@ import numpy as np
 
 import spla
 from spla.checks import describe, fail
-from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.optional import require
 
 try:
     import torch
@@ -78,8 +79,7 @@ _Function = object if torch is None else torch.autograd.Function
 def require_torch(what="sampling.models.layers"):
     """Raise ``MissingDependency`` when PyTorch is not installed."""
     if torch is None:
-        raise MissingDependency(f"{what} needs PyTorch; install it with "
-                                "`pip install -e \".[train]\"`")
+        require("torch", what=what, needs="PyTorch")
 
 
 def _to_torch(a, device, dtype=None):

@@ -11,7 +11,8 @@ import numpy as np
 
 from spla import backend
 from spla.checks import fail
-from spla.exceptions import InvalidValue, MissingDependency
+from spla.exceptions import InvalidValue
+from spla.optional import require
 
 
 class Adj(NamedTuple):
@@ -125,12 +126,7 @@ def _weights(torch, adj):
 
 def require_torch(func):
     """``torch``, or ``MissingDependency`` naming ``func`` and the extra to install."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise MissingDependency(
-            f"{func}: needs PyTorch; install it with `pip install -e .[train]`") from exc
-    return torch
+    return require("torch", what=func, needs="PyTorch")
 
 
 def to_pyg(mb, *, edge_ids=True):
@@ -151,12 +147,7 @@ def to_pyg_data(mb, *, edge_ids=True):
     """``MiniBatch.to_pyg_data`` of ``mb``."""
     func = "MiniBatch.to_pyg_data"
     torch = require_torch(func)
-    try:
-        from torch_geometric.data import Data
-    except ImportError as exc:
-        raise MissingDependency(
-            f"{func}: needs torch_geometric; install it with "
-            "`pip install -e \".[pyg]\"`") from exc
+    Data = require("torch_geometric.data", what=func, needs="torch_geometric").Data
     check_chain(mb.blocks, func)
     L = len(mb.blocks)
     nodes = [mb.batch_size] + [b.num_src - b.num_dst for b in reversed(mb.blocks)]
@@ -214,12 +205,9 @@ def to_dgl_layout(mb, *, edge_ids=True):
 def to_dgl(mb, *, edge_ids=True):
     """``MiniBatch.to_dgl`` of ``mb``."""
     func = "MiniBatch.to_dgl"
-    try:
-        import dgl
-    except ImportError as exc:
-        raise MissingDependency(f"{func}: needs DGL; install it with `pip install dgl` "
-                                "(see https://www.dgl.ai for the build that matches "
-                                "your PyTorch and CUDA)") from exc
+    dgl = require("dgl", what=func, needs="DGL", extra="",
+                  note="(see https://www.dgl.ai for the build that matches your PyTorch "
+                       "and CUDA)")
     blocks = []
     for lay in mb.to_dgl_layout(edge_ids=edge_ids):
         blk = dgl.create_block((lay.src, lay.dst), num_src_nodes=lay.num_src_nodes,

@@ -135,10 +135,6 @@ def using_threads(numba_threads, torch_threads):
 
 
 def require_torch():
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        from spla.exceptions import MissingDependency
-        raise MissingDependency("training needs PyTorch; install it with "
-                                "`pip install -e \".[train]\"`") from None
-    return torch
+    """``torch``, or ``MissingDependency`` saying training needs it and how to install it."""
+    from spla.optional import require
+    return require("torch", what="training", needs="PyTorch")

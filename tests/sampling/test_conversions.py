@@ -379,8 +379,8 @@ def test_to_dgl_builds_blocks_from_the_layout(monkeypatch, batches):
 @pytest.mark.parametrize("module, method, hint", [
     ("dgl", "to_dgl", "pip install dgl"),
     ("torch_geometric", "to_pyg_data", 'pip install -e ".[pyg]"'),
-    ("torch", "to_pyg", "pip install -e .[train]"),
-    ("torch", "to_dgl_layout", "pip install -e .[train]"),
+    ("torch", "to_pyg", 'pip install -e ".[train]"'),
+    ("torch", "to_dgl_layout", 'pip install -e ".[train]"'),
 ])
 def test_missing_dependencies(monkeypatch, batches, module, method, hint):
     mb = batches["graphsage"][0]
