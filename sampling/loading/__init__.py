@@ -1,9 +1,13 @@
 """Feeding training: the loader, the feature stores and background prefetch.
 
 Modules: ``loader`` (``NodeLoader``: the one epoch loop, minibatches with
-their features and labels), ``features`` (``FeatureStore``: replicated or
-partitioned features, the hot-row cache, labels and splits) and
-``pipeline`` (``Prefetcher``: bounded lookahead in a background thread).
+their features and labels), ``epochs`` (how an epoch is cut into
+minibatches, ranks' steps and bulks), ``inputs`` (a loader's features and
+labels, checked and gathered per bulk), ``features`` (``FeatureStore``, the
+facade over ``feature_storage``: replicated or 1.5D rows and their fetch,
+``feature_cache``: the hot-row cache, and ``labels``: labels and splits),
+``pipeline`` (``Prefetcher``: bounded lookahead in a background thread)
+and ``hetero_loader`` (seeds of one vertex type of a ``HeteroGraph``).
 """
 
 from sampling.loading.features import FeatureStore
