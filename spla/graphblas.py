@@ -339,11 +339,15 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
     func = "assign"
     if not isinstance(C, (Matrix, Vector)):
         fail(DTypeError, func, "C", "a spla.Matrix or spla.Vector", describe(C))
+    mask, _, accum = check_write(func, C.shape, type(C), mask, C, accum, replace)
     r, c = _assign_targets(func, C, rows, cols)
     xp = C.xp
+    for ids, arg, given in ((r, "rows", rows), (c, "cols", cols)):
+        if given is not None and ids is not None and xp.unique(ids).size != ids.size:
+            fail(InvalidValue, func, arg, "distinct positions", "repeated indices")
     region = r if c is None else (r[:, None] * np.int64(max(C.ncols, 1)) + c[None, :]).ravel()
-    if xp.unique(region).size != region.size:
-        fail(InvalidValue, func, "rows/cols", "distinct positions", "repeated indices")
+    if rows is not None or cols is not None:
+        region = xp.sort(region)
     if isinstance(value, (Matrix, Vector)):
         want = (r.size,) if c is None else (r.size, c.size)
         if type(value) is not type(C) or tuple(value.shape) != want:
@@ -353,16 +357,19 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
         sr_, sc_ = positions(value, kv)
         keys = r[sr_] if c is None else r[sr_] * np.int64(max(C.ncols, 1)) + c[sc_]
     elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        if mask is not None and not mask.complement:
+            # A scalar reaches only the positions the mask lets through: the
+            # rest of the region ends as C has it (or cleared) either way.
+            region = region[member(mask.true_keys(), region)]
         keys, vv = region, xp.full(region.size, value)
     else:
         fail(DTypeError, func, "value", "a scalar, Matrix or Vector", describe(value))
     order = xp.argsort(keys, kind="stable")
     T = rebuild(C, keys[order], None if vv is None else vv[order])
-    mask, _, accum = check_write(func, C.shape, type(C), mask, C, accum, replace)
     # Z: C with its region replaced by T (or accum(C's region, T)); then the
     # mask decides, over all of C, where Z is written (C_API's GrB_assign).
     kc, vc = entries(C)
-    inside = member(xp.sort(region), kc)
+    inside = member(region, kc)
     Cin = rebuild(C, kc[inside], None if vc is None else vc[inside])
     Zr = T if accum is None else merge(func, Cin, T, accum, True)
     kr, vr = entries(Zr)

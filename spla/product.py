@@ -29,7 +29,14 @@ def masked_kernels(device):
 
 
 def _ids(X, use_rows):
-    return row_ids(X.indptr) if use_rows else X.indices.astype(np.int64)
+    """Row (or column) id of each entry; row ids are cached on the matrix, which
+    is immutable, since a BFS asks for them at every step."""
+    if not use_rows:
+        return X.indices.astype(np.int64)
+    ids = X._cache.get("row_ids")
+    if ids is None:
+        ids = X._cache["row_ids"] = row_ids(X.indptr)
+    return ids
 
 
 def prepare(A, B, sr):

@@ -198,7 +198,7 @@ def test_masked_product_never_forms_the_unmasked_one():
     (lambda A, u: spla.mxm(A, A, "no_such"), InvalidValue, r"mxm: argument 'semiring'"),
     (lambda A, u: spla.ewise_union(u, u, binary.plus, "x", 0), InvalidValue,
      r"ewise_union: argument 'left_default'"),
-    (lambda A, u: spla.assign(u, 1.0, [0, 0]), InvalidValue, r"assign: argument 'rows/cols'"),
+    (lambda A, u: spla.assign(u, 1.0, [0, 0]), InvalidValue, r"assign: argument 'rows'.*distinct"),
     (lambda A, u: spla.mxm(A, A, out=A, replace="yes"), InvalidValue,
      r"mxm: argument 'replace'"),
 ])
@@ -234,3 +234,26 @@ def test_masked_dot_and_push_agree(seed, name):
                 product._dot_is_cheaper = orig
             assert as_dict(got) == pytest.approx(as_dict(want)), (force, mask)
     assert km.masked_dot is not None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_masked_dot_with_hub_rows(seed):
+    """Rows 8 times longer than the rows they meet take the search branches."""
+    from spla import product
+    rs = np.random.RandomState(seed)
+    n = 60
+    D = (rs.rand(n, n) < 0.04) * rs.randint(1, 4, size=(n, n)).astype(np.float64)
+    D[0, rs.rand(n) < 0.9] = 2.0          # a hub row
+    D[rs.rand(n) < 0.9, 1] = 3.0          # a hub column
+    A = Matrix.from_dense(D)
+    M = Matrix.from_dense((rs.rand(n, n) < 0.5).astype(np.float64))
+    orig = product._dot_is_cheaper
+    product._dot_is_cheaper = lambda xp, A, B, M: True
+    try:
+        for sr in (semiring.plus_times, semiring.min_plus, semiring.any_pair):
+            got = spla.mxm(A, A.T, sr, mask=M.S)
+            full = as_dict(spla.mxm(A, A.T, sr).new())
+            want = {p: v for p, v in full.items() if p in as_dict(M)}
+            assert as_dict(got) == pytest.approx(want)
+    finally:
+        product._dot_is_cheaper = orig
