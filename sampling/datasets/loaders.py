@@ -136,7 +136,16 @@ def _load_mag(func, name, key, root, to_undirected):
     from sampling.datasets.mag import load_ogbn_mag, mag_dataset
     if key == "ogbn-mag":
         from sampling.datasets import ogb
-        G = load_ogbn_mag(os.fspath(root) if root is not None else ogb.default_root())
+        root = os.fspath(root) if root is not None else ogb.default_root()
+        raw = [os.path.join(base, "raw", f"num-node-dict.csv{z}")
+               for base in (os.path.join(root, "ogbn_mag"), root) for z in ("", ".gz")]
+        if not any(os.path.exists(p) for p in raw):
+            # The files are not downloaded here: ogb does it (it keeps raw/).
+            fail(InvalidValue, func, "name", "a dataset whose files are under root: "
+                 "ogbn-mag is read from OGB's raw files in root/ogbn_mag, which "
+                 "ogb.nodeproppred.NodePropPredDataset('ogbn-mag', root=root) downloads",
+                 f"{name!r} (heterogeneous; no raw/num-node-dict.csv under {root!r})")
+        G = load_ogbn_mag(root)
     else:
         try:
             scale = int(key.split(":", 1)[1])

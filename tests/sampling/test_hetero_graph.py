@@ -140,6 +140,8 @@ def test_ogbn_mag_layout(tmp_path):
     assert len(load_ogbn_mag(str(base)).edge_types) == 4          # the dataset folder itself
     with pytest.raises(spla.InvalidValue, match="ogbn-mag layout"):
         load_ogbn_mag(str(tmp_path / "missing"))
+    with pytest.raises(spla.InvalidValue, match="NodePropPredDataset"):
+        load("ogbn-mag", root=str(tmp_path / "missing"))
 
 
 def test_from_pyg_heterodata():
