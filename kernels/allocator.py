@@ -4,10 +4,8 @@ A bulk of minibatches allocates and frees arrays of tens of megabytes on
 every call (picks, relabelled columns, their permutations).  glibc serves
 a request above its mmap threshold (which grows with what was freed, up to
 32 MiB) with a fresh mapping from the kernel and unmaps it on ``free``, so
-each call touches new pages: one page fault, and a page zeroed, per 4 KiB.
-Bulk GraphSAGE at R-MAT scale 20 (16 minibatches of 1,024 seeds) faulted
-about 1,250 times per minibatch, 2.3-3.3 ms of system time in a 6.1-8.7 ms
-minibatch (docs/design.rst, "Freed memory is reused").
+each call touches new pages: one page fault, and a page zeroed, per 4 KiB,
+a large share of a bulk's time (docs/design.rst, "Freed memory is reused").
 
 ``reuse_freed_memory`` turns that off: every request is served from the
 heap, and up to ``TRIM_THRESHOLD`` bytes of freed memory stay in the

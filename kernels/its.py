@@ -34,6 +34,9 @@ overflow) or tiny (< 2**-960, where ``u * total`` would fall among the
 subnormals and round to a few representable values) is rescaled by an exact
 power of two (``row_scale``) before its prefix sum is formed.  Every other
 row is sampled from its raw weights, so the rescaling changes no other pick.
+
+The row's statistics and the searches of a draw (bisection, guide table) are
+in ``kernels.its_search``; this module re-exports their names.
 """
 
 import numba
@@ -41,47 +44,11 @@ import numpy as np
 
 from kernels.common import (EMPTY_KEY, contains, search_prefix, set_add, set_slot,
                             sort_range, table_bits, uniform01)
-
-# Row modes, computed by the callers.
-UNIFORM = 0
-WEIGHTED = 1
-
-
-@numba.njit(cache=True, inline="always")
-def weight_at(values, has_values, j):
-    if has_values:
-        return np.float64(values[j])
-    return 1.0
-
-
-# Rows with a largest weight outside [_TINY, _BIG) are rescaled by an exact
-# power of two: _SHRINK keeps a total of up to 2**63 entries below 2**959,
-# _GROW lifts subnormal weights (multiples of 2**-1074) to normal numbers
-# without rounding them.
-_BIG = 2.0 ** 900
-_SHRINK = 2.0 ** -128
-_TINY = 2.0 ** -960
-_GROW = 2.0 ** 960
-
-
-@numba.njit(cache=True, inline="always")
-def row_scale(max_weight):
-    """The exact power-of-two factor applied to a row's weights (1 for most rows)."""
-    if max_weight >= _BIG:
-        return _SHRINK
-    if 0.0 < max_weight < _TINY:
-        return _GROW
-    return 1.0
-
-
-@numba.njit(cache=True, nogil=True)
-def row_max(lo, hi, values, has_values):
-    m = 0.0
-    for j in range(lo, hi):
-        w = weight_at(values, has_values, j)
-        if w > m:
-            m = w
-    return m
+from kernels.its_search import (  # noqa: F401 - re-exported: callers import them from here
+    GUIDE_EXACT, GUIDE_MAX_D, GUIDE_MIN_D, UNIFORM, WEIGHTED, fill_row_guide, finish_guided,
+    guide_bucket, guide_pays, guide_scale, has_guide_length, row_max, row_scale, row_stats,
+    search_ahead, search_below_total, search_draw, search_first_draws, search_guided,
+    weight_at)
 
 
 @numba.njit(cache=True, inline="always")
@@ -91,14 +58,14 @@ def rejection_budget(cnt, d):
     ``cnt`` picks from a row of ``d`` entries.  A rejection draw is a search
     (a guided one, or a bisection: O(log d)); a pick of the second phase is
     a pass over the row (O(d)).  So the budget grows with both.  ``16 cnt``:
-    LADIES' probability rows of a few thousand entries drawing 512 need
-    about 10 draws a pick (their sampled hubs hold 97 % of the mass, and
-    the last picks come from the rest), and under ``4 cnt`` a quarter of
-    their picks went to the second phase, most of the sampling's time.
-    ``d / 16`` more for a long row: in the rows where rejection stalls for
-    good (a few entries hold nearly all the mass) they cost about as much
-    as a few second-phase picks, and in LADIES' rows of 10^5 entries they
-    save a hundred or more passes over the row.
+    in rows where the first picks take most of the mass (LADIES' probability
+    rows, whose sampled hubs hold nearly all of it) each of the last picks
+    needs many draws, and a smaller budget sends a large share of the picks
+    to the far costlier second phase.  ``d / 16`` more for a long row: in the
+    rows where rejection stalls for good (a few entries hold nearly all the
+    mass) they cost about as much as a few second-phase picks, and in long
+    rows they save many passes over the row.  The measurements are in
+    docs/design.rst, "Measurements behind the kernels' choices".
     """
     return 16 * cnt + 16 + d // 16
 
@@ -168,197 +135,6 @@ def _reject(out, o, cnt, lo, hi, prefix, key, seen, bits):
 
 
 @numba.njit(cache=True, inline="always")
-def _search_below_total(prefix, lo, hi, x):
-    """``search_prefix`` for an ``x`` below the row total, without branches.
-
-    The range holding the answer halves by a select, not a branch, and its
-    length sequence depends on the row's length only; so no mispredicted
-    branch cancels the searches of the other draws in flight.
-    """
-    base = lo
-    length = hi - lo
-    while length > 1:
-        half = length >> 1
-        base = base + half if prefix[base + half - 1] <= x else base
-        length -= half
-    return base
-
-
-#: Rows longer than this have no guide (it holds row offsets in the low 31
-#: bits of a uint32) and are searched by bisection.
-GUIDE_MAX_D = 2 ** 31 - 1
-#: Rows shorter than this are searched by bisection: their prefix spans a
-#: few cache lines, which a branch-free bisection reads about as fast as the
-#: guide's two (the guide's own line, then the prefix's).
-GUIDE_MIN_D = 32
-
-
-@numba.njit(cache=True, inline="always")
-def has_guide_length(d):
-    """Whether a weighted row of ``d`` entries is searched by its guide
-    (``GUIDE_MIN_D <= d <= GUIDE_MAX_D``), so has one in ``row_guide``."""
-    return GUIDE_MIN_D <= d <= GUIDE_MAX_D
-
-
-@numba.njit(cache=True, inline="always")
-def guide_pays(mode, cnt, positives, d, replace):
-    """Whether a row's weighted draws pay for building its guide first.
-
-    A kernel sampling a row from a prefix of its own (no cached guide) can
-    build the row's guide (``fill_row_guide``: one pass over the row) and
-    search each draw by it instead of bisecting (``log2(d)`` dependent
-    reads).  The row makes at least ``cnt`` draws, so the guide pays when
-    ``4 cnt log2(d) >= d``: LADIES' probability rows of a few thousand
-    entries drawing 512, not a node-wise row drawing 10 of thousands.  The
-    picks are the same either way.
-    """
-    if mode == UNIFORM or positives <= 0 or not has_guide_length(d):
-        return False
-    if not replace and cnt >= positives:
-        return False  # take-all: no draws
-    lg = 1
-    while (np.int64(1) << lg) < d:
-        lg += 1
-    return 4 * cnt * lg >= d
-
-
-#: The guide bit of a bucket that holds no prefix value: every ``x`` in it
-#: has the same answer, the entry the guide names.
-GUIDE_EXACT = 2 ** 31
-
-
-@numba.njit(cache=True, inline="always")
-def guide_scale(d, total):
-    """Buckets per unit of mass of a row of ``d`` entries: ``d / total``."""
-    return np.float64(d) / total
-
-
-@numba.njit(cache=True, inline="always")
-def guide_bucket(x, scale, d):
-    """The guide bucket of ``x``: ``floor(x * scale)``, at most ``d - 1``.
-
-    Monotone in ``x`` (a product by a fixed positive factor rounds
-    monotonically), which is all ``search_guided`` needs; a NaN product (a
-    row of total 0, never drawn from) lands in the last bucket.
-    """
-    y = x * scale
-    if y < d - 1:
-        return np.int64(y)
-    return np.int64(d - 1)
-
-
-@numba.njit(cache=True, nogil=True)
-def fill_row_guide(prefix, lo, hi, guide):
-    """Write the guide of row ``[lo, hi)`` to ``guide[lo:hi]``.
-
-    ``guide[lo + t]`` is the row offset of the first entry whose prefix falls
-    in bucket ``t`` or later (``d - 1`` where none does).  Every entry before
-    it has a prefix in an earlier bucket, hence below any ``x`` of bucket
-    ``t``: a search for ``x`` may start there.  When that entry's prefix is
-    in a later bucket, it is above every ``x`` of bucket ``t`` and is the
-    answer itself: ``GUIDE_EXACT`` is set, and the search reads no prefix.
-    """
-    d = hi - lo
-    scale = guide_scale(d, prefix[hi - 1])
-    t = 0
-    for j in range(d):
-        b = guide_bucket(prefix[lo + j], scale, d)
-        while t < b:
-            guide[lo + t] = j | GUIDE_EXACT
-            t += 1
-        if t == b:
-            guide[lo + t] = j
-            t += 1
-    while t < d:
-        guide[lo + t] = d - 1
-        t += 1
-
-
-@numba.njit(cache=True, inline="always")
-def search_guided(prefix, guide, lo, hi, x, scale):
-    """``search_prefix`` for an ``x`` below the row total, by the row's guide.
-
-    The indexed search of Chen and Asau (1974): ``x``'s bucket gives a start
-    no later than the answer, and a forward scan finds the first prefix above
-    ``x``, so the answer is the bisection's.  The buckets split the row's mass
-    evenly, one per entry, so an ``x`` uniform in the mass scans about one
-    entry.  A draw thus reads the guide, then the prefix (only the guide
-    where the bucket holds no prefix value: ``GUIDE_EXACT``, about 1/e of
-    the buckets), where a bisection of a row of ``d`` entries makes
-    ``log2(d)`` dependent reads.  ``scale`` is
-    ``guide_scale(hi - lo, prefix[hi - 1])``.
-    """
-    g = np.int64(guide[lo + guide_bucket(x, scale, hi - lo)])
-    if g >= GUIDE_EXACT:
-        return lo + g - GUIDE_EXACT
-    return finish_guided(prefix, lo, g, prefix[lo + g], x)
-
-
-@numba.njit(cache=True, inline="always")
-def finish_guided(prefix, lo, g, first, x):
-    """``search_guided``'s answer from the guide entry ``g`` it read.
-
-    ``first`` is ``prefix[lo + g]`` where ``g`` lacks ``GUIDE_EXACT`` (any
-    value otherwise: it is not read).  Callers that read the guide entries
-    and first prefixes of many draws in passes of their own finish each
-    draw here.
-    """
-    j = lo + (g & (GUIDE_EXACT - 1))
-    if g < GUIDE_EXACT and first <= x:
-        j += 1
-        while prefix[j] <= x:
-            j += 1
-    return j
-
-
-@numba.njit(cache=True, inline="always")
-def _search_draw(prefix, guide, lo, hi, x, total, scale):
-    """The entry a weighted draw ``x = u * total`` picks: guided when the row
-    has a guide, else bisected (the same answer either way)."""
-    if x < total:
-        if guide.size and has_guide_length(hi - lo):
-            return search_guided(prefix, guide, lo, hi, x, scale)
-        return _search_below_total(prefix, lo, hi, x)
-    return search_prefix(prefix, lo, hi, x)
-
-
-@numba.njit(cache=True, inline="always")
-def search_ahead(mode, cnt, positives, d, replace):
-    """Whether a kernel over many rows runs ``search_first_draws`` on this row
-    in a pass of its own.
-
-    The row must draw by weighted searches: with replacement, its picks;
-    without, when its first batch is likely to be all it needs (``cnt**2 <=
-    d``: about one repeat or less among the draws).  A row that needs more
-    batches would read its prefix and guide again in the second pass, after
-    the other rows' reads have evicted them: rows of 16 entries drawing 10
-    ran 15-25 % slower ahead than in one pass.
-    """
-    if mode == UNIFORM or cnt <= 0:
-        return False
-    if replace:
-        return True
-    return cnt < positives and cnt * cnt <= d
-
-
-@numba.njit(cache=True, inline="always")
-def search_first_draws(out, o, cnt, lo, hi, prefix, guide, key):
-    """The searches of a weighted row's draws ``0 .. cnt-1``, into ``out[o:o+cnt]``.
-
-    With replacement they are the row's picks; without, its first batch of
-    rejection draws (``_reject_batched``).  Kernels over many rows run this
-    in a pass of its own, ahead of the sorting and accepting: a loop that
-    only issues searches keeps the searches of many rows in flight, where
-    the sort after each row's searches would wait on them.
-    """
-    total = prefix[hi - 1]
-    scale = guide_scale(hi - lo, total)
-    for t in range(cnt):
-        out[o + t] = _search_draw(prefix, guide, lo, hi, uniform01(key, t) * total, total,
-                                  scale)
-
-
-@numba.njit(cache=True, inline="always")
 def _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits, searched):
     """``_reject`` for the CPU twin: the same draws, searched a batch at a time.
 
@@ -381,7 +157,7 @@ def _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits, searche
         if n > 0 or not searched:
             for t in range(b):
                 x = uniform01(key, n + t) * total
-                out[o + filled + t] = _search_draw(prefix, guide, lo, hi, x, total, scale)
+                out[o + filled + t] = search_draw(prefix, guide, lo, hi, x, total, scale)
         filled = accept_batch(out, o, filled, b, seen, bits)
         n += b
     return filled, n
@@ -637,8 +413,7 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
         # The common node-wise row, on a path of its own: with the picks
         # scanned (``bits`` known to be 0) the compiler specialises the
         # draw loop, which the general path below, with a hash set that may
-        # or may not exist, runs 1.6x slower (5 picks from each of hop 3's
-        # 452 k rows at R-MAT scale 20, one thread: 84 ms against 52).
+        # or may not exist, cannot (see docs/design.rst for the gain).
         _floyd(out, o, cnt, lo, hi, key, out, 0)
         sort_range(out, o, o + cnt)
         return
@@ -655,49 +430,6 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
         finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, seen, bits)
         return
     sort_range(out, o, o + cnt)
-
-
-@numba.njit(cache=True, inline="always")
-def row_stats(lo, hi, values, has_values, prefix, write_prefix):
-    """Scan one row: (positive count, mode), optionally writing its prefix.
-
-    A row is ``UNIFORM`` when it is structural or all its weights are equal
-    and positive; otherwise ``WEIGHTED``.  The prefix holds the weights times
-    ``row_scale(max weight)``: a second pass rescales it in the rare rows
-    where that factor is not 1.
-    """
-    if not has_values:
-        return hi - lo, UNIFORM
-    positives = 0
-    acc = 0.0
-    equal = True
-    first = 0.0
-    top = 0.0
-    if hi > lo:
-        first = np.float64(values[lo])
-    for j in range(lo, hi):
-        w = np.float64(values[j])
-        if w > 0.0:
-            positives += 1
-            if w > top:
-                top = w
-        if w != first:
-            equal = False
-        acc += w
-        if write_prefix:
-            prefix[j] = acc
-    if write_prefix:
-        scale = row_scale(top)
-        if scale != 1.0:
-            acc = 0.0
-            for j in range(lo, hi):
-                w = np.float64(values[j])
-                if w > 0.0:
-                    acc += w * scale
-                prefix[j] = acc
-    if equal and first > 0.0:
-        return positives, UNIFORM
-    return positives, WEIGHTED
 
 
 # -- Rows of a fused row selection ``Q @ A``: the per-row steps both backends

@@ -16,10 +16,11 @@ serial twin is compiled only when a small input first meets it (and cached),
 so a process that only ever sees large inputs compiles nothing more.
 
 Why a twin rather than calling the parallel kernel inside
-``numba.set_num_threads(1)``: measured per call on a 64-element kernel
-(2-core machine, numba 0.68, omp layer), the parallel kernel costs 2.3 us,
-inside a ``set_num_threads(1)`` scope 8.4 us, the serial twin 1.0 us; with
-four CPU-bound processes beside it, 6.4 us, 24.7 us and 1.0 us.
+``numba.set_num_threads(1)``: a ``set_num_threads`` scope still enters the
+threading layer on every call, and costs more per call than the parallel
+kernel itself, where the serial twin is a plain function call (the
+measurements are in docs/design.rst, "Measurements behind the kernels'
+choices").
 """
 
 import types
@@ -28,10 +29,9 @@ import numba
 
 #: Default work below which a kernel runs its serial twin: roughly the entries
 #: (or rows, or picks) a kernel touches, as its ``work`` estimate counts them.
-#: Two threads break even with one at 2**11-2**13 on a quiet 2-core machine
-#: and are 1.4-1.6x faster at 2**14 (docs/design.rst, "Small inputs run
-#: serially"); below 2**14 a region's gain is tens of microseconds, while a
-#: descheduled thread costs the region a scheduler slice.
+#: Below it two threads gain little over one even on a quiet machine
+#: (docs/design.rst, "Small inputs run serially"), while a descheduled thread
+#: costs the region a scheduler slice.
 SERIAL_WORK = 1 << 14
 
 
@@ -115,9 +115,7 @@ def over_rows(rows, work):
 
     One row runs on one thread whatever the region: the region only adds
     its cost, a sleeping thread's wake-up with ``OMP_WAIT_POLICY=PASSIVE``
-    (30-100 us on this project's 2-core machines; a one-row LADIES
-    probability product took 1.0 ms parallel and 0.95 ms serial, its
-    sampling 0.36-0.42 ms against 0.20 ms).
+    (see docs/design.rst for what it costs a one-row LADIES step).
 
     Examples
     --------

@@ -13,7 +13,7 @@ import numpy as np
 
 from kernels import opcount
 from spla.exceptions import DeviceMismatch, InvalidValue
-from spla.optional import cupy_or_none, require_cupy  # noqa: F401 - their home until they moved
+from spla.optional import cupy_or_none, require_cupy  # noqa: F401 - also spla.backend names
 
 CPU = "cpu"
 CUDA = "cuda"

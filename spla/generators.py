@@ -19,9 +19,9 @@ probabilities, symmetric, no self loops) generates 16,777,216 edges and
 stores about 31.4 M entries after deduplication and symmetrisation
 (31,406,640 for ``seed=0``, 6.4 % below twice the generated edges; maximum
 degree 64,655, mean 30.0, E[d^2]/E[d] about 2,230).  ``rmat(18, 8, seed=0)``
-stores 3,939,614 entries (262,144 vertices).  Scale 20 builds in about 3 s
-on 2 cores (peak memory about 0.4 GB above the interpreter's); scale 18 in
-well under a second.
+stores 3,939,614 entries (262,144 vertices).  Scale 20 peaks at about
+0.4 GB above the interpreter's memory; build times are in docs/design.rst
+("Measurements behind the kernels' choices").
 """
 
 import numbers
@@ -141,10 +141,10 @@ def rmat(scale, edge_factor=16, *, seed, a=0.57, b=0.19, c=0.19, symmetric=True,
     Notes
     -----
     Memory: 8 bytes per stored entry before deduplication (the packed
-    coordinates), plus the output (4 bytes per entry, 8 with weights).  On
-    2 cores, scale 20 (16.8 M edges, 31.4 M stored entries) builds in about
-    3 seconds.  A block of rows costs the full generation time (every edge
-    is drawn to find the block's ones) but only the block's memory.
+    coordinates), plus the output (4 bytes per entry, 8 with weights).  The
+    time is linear in the generated edges.  A block of rows costs the full
+    generation time (every edge is drawn to find the block's ones) but only
+    the block's memory.
 
     Examples
     --------

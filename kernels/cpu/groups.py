@@ -33,67 +33,18 @@ from kernels.common import KernelLimitError, index_dtype
 from kernels.common import clear_table as _clear
 from kernels.common import probe as _probe
 from kernels.common import table_bits as _table_bits
-from kernels.common import (get_bit, pop_set_bits, set_bit, sort_pairs, sort_range,
-                            zero_bitmap)
+from kernels.common import get_bit, set_bit, sort_pairs, sort_range, zero_bitmap
+from kernels.cpu.group_scratch import DENSE_FACTOR  # noqa: F401 - re-exported
+from kernels.cpu.group_scratch import dense_map as _dense
+from kernels.cpu.group_scratch import group_bounds as _group_bounds
+from kernels.cpu.group_scratch import order_row as _order_row
+from kernels.cpu.group_scratch import scratch as _scratch
 from kernels.parallel import over_rows, parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
 #: hash tables' slots are counted in 64 bits, but a table for 2**32 columns
 #: would take 128 GiB: such a group is an error, not a workload).
 GROUP_LIMIT = 2 ** 32
-
-
-
-
-@numba.njit(cache=True, nogil=True)
-def _group_bounds(n_groups, parts):
-    parts = max(1, min(n_groups, parts))
-    b = np.empty(parts + 1, np.int64)
-    for c in range(parts + 1):
-        b[c] = (n_groups * c) // parts
-    return b
-
-
-#: A worker relabels through a dense tag array over the input columns, rather
-#: than a hash table, when its largest group's work is at least
-#: ``ncols / DENSE_FACTOR``: then the tag array (4 bytes a column) is no
-#: larger than ``4 * DENSE_FACTOR`` bytes per unit of work, needs no clearing
-#: between groups (``extract_groups`` reads a tag only for a column in the
-#: bitmap of the current group's columns, ``compact_groups``' tags carry a
-#: count of the earlier groups' columns), and its random
-#: accesses span no more memory than a hash table for that group would (16
-#: bytes a slot, half empty).  Measured on the bulk GraphSAGE workload (R-MAT
-#: scale 20, [15, 10, 5], 1,024 seeds per group), hashing the third hop's
-#: 768 k entries per group made relabelling the slowest step; small groups
-#: keep their cache-resident hash tables.
-DENSE_FACTOR = 8
-
-
-@numba.njit(cache=True, inline="always")
-def _dense(work, ncols):
-    """Whether a worker of this ``work`` maps columns by a tag array over
-    all ``ncols`` (see ``DENSE_FACTOR``) rather than by a hash table."""
-    return work * DENSE_FACTOR >= ncols
-
-
-@numba.njit(cache=True, inline="always")
-def _scratch(work, most, ncols):
-    """A worker's column maps: ``(dense, tags, table, slot, marks)``.
-
-    A tag array over the whole column space when the worker's ``work`` is
-    within ``DENSE_FACTOR`` of it (one load per lookup), else a hash table
-    for its ``most`` columns; ``slot`` holds the entry of each local column
-    of the current row, and ``marks`` a bitmap of them, for rows keeping
-    many of their group's columns (see ``_order_row``).
-    """
-    dense = _dense(work, ncols)
-    # The tags are left unset: a tag is read only for a column of the current
-    # group (set in the bitmap of its columns), after the group wrote it.
-    # Filling them cost 8 bytes a column per worker and call, 8 MiB at R-MAT
-    # scale 20, for every extraction of one LADIES minibatch.
-    tags = np.empty(ncols if dense else 0, np.uint32)
-    table = np.empty(0 if dense else np.int64(2) << _table_bits(most), np.int64)
-    return dense, tags, table, np.empty(most, np.int64), zero_bitmap(most)
 
 
 @numba.njit(cache=True, inline="always")
@@ -312,29 +263,6 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
 
 
 @numba.njit(cache=True, inline="always")
-def _order_row(keys, vals, lo, hi, m, slot, marks):
-    """Sort the kept entries ``keys[lo:hi]``: distinct local column ids in ``[0, m)``.
-
-    A row keeping many of its group's ``m`` columns is placed by its ids
-    through ``slot`` and a bitmap of them (``marks``, m bits, left zeroed),
-    then read back in order, O(kept + m / 64) with no allocation; a row
-    keeping few is sorted (``sort_pairs``).  Reading all ``m`` slots
-    instead was a third of LADIES' second-layer extraction at R-MAT scale
-    16, whose rows keep 12 % of their entries.
-    """
-    kept = hi - lo
-    if kept <= 32 or m > 64 * kept:
-        sort_pairs(keys, vals, lo, hi)
-        return
-    for t in range(lo, hi):
-        slot[keys[t]] = vals[t]
-        set_bit(marks, keys[t])
-    pop_set_bits(marks, 0, m - 1, keys, lo)
-    for t in range(lo, hi):
-        vals[t] = slot[keys[t]]
-
-
-@numba.njit(cache=True, inline="always")
 def _scan_members(e0, e1, idx, member, out, f, end):
     """Write the entries ``e0:e1`` whose column is set in ``member`` to
     ``out[f:end]``; returns ``(f, over)``, ``over`` when one more was found
@@ -342,8 +270,8 @@ def _scan_members(e0, e1, idx, member, out, f, end):
 
     Branch-free: every entry is written at ``out[f]`` and kept (``f``
     advanced) only if a member, over runs no longer than the free slots, so
-    no write passes ``end``.  A group keeps few of its rows' entries (LADIES'
-    second layer at R-MAT scale 16: 12 %), a coin toss the branch predictor
+    no write passes ``end``.  A group keeps a small, random share of its
+    rows' entries (LADIES' second layer), a coin toss the branch predictor
     loses.
     """
     e = e0
@@ -365,6 +293,128 @@ def _extract_work(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     return over_rows(int(rows.size), int(rows.size) * max(1, int(ptr[-1]) // n) + int(cols.size))
 
 
+@numba.njit(cache=True, inline="always")
+def _split_tasks(ptr, rows, row_ptr, parts):
+    """Tasks of ``_extract``: ``(per, t_g, t_r0, t_r1)``, ``per`` pieces of each
+    group's rows.
+
+    With fewer groups than workers (one minibatch at a time) a group's rows
+    are split so every worker scans some; each worker builds the column map
+    of the groups it meets, which costs the group's columns, little next to
+    its rows' entries.  The cuts fall where the rows' entries (the scan's
+    work) reach ``q / per`` of the group's: hub rows make row counts a poor
+    measure.
+    """
+    G = row_ptr.size - 1
+    per = np.int64(1)
+    if 0 < G < parts:
+        per = (parts + G - 1) // G
+    T = G * per
+    t_g = np.empty(T, np.int64)
+    t_r0 = np.empty(T, np.int64)
+    t_r1 = np.empty(T, np.int64)
+    for g in range(G):
+        for q in range(per):
+            t_g[g * per + q] = g
+        t_r0[g * per] = row_ptr[g]
+        t_r1[g * per + per - 1] = row_ptr[g + 1]
+        if per > 1:
+            total = np.int64(0)
+            for i in range(row_ptr[g], row_ptr[g + 1]):
+                total += ptr[rows[i] + 1] - ptr[rows[i]]
+            acc = np.int64(0)
+            q = 1
+            for i in range(row_ptr[g], row_ptr[g + 1]):
+                while q < per and acc * per >= total * q:
+                    t_r1[g * per + q - 1] = i
+                    t_r0[g * per + q] = i
+                    q += 1
+                acc += ptr[rows[i] + 1] - ptr[rows[i]]
+            while q < per:
+                t_r1[g * per + q - 1] = row_ptr[g + 1]
+                t_r0[g * per + q] = row_ptr[g + 1]
+                q += 1
+    return per, t_g, t_r0, t_r1
+
+
+@numba.njit(cache=True, inline="always")
+def _tasks_size(t0, t1, t_g, t_r0, t_r1, ptr, rows, col_ptr):
+    """``(work, most)`` of tasks ``[t0, t1)``: the largest task's entries plus
+    columns, and the largest group's columns (what sizes a worker's scratch)."""
+    most = np.int64(0)
+    work = np.int64(0)
+    for t in range(t0, t1):
+        g = t_g[t]
+        most = max(most, col_ptr[g + 1] - col_ptr[g])
+        w = np.int64(0)
+        for i in range(t_r0[t], t_r1[t]):
+            w += ptr[rows[i] + 1] - ptr[rows[i]]
+        work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
+    return work, most
+
+
+@numba.njit(cache=True, inline="always")
+def _load_group(g, cols, col_ptr, dense, member, tags, table, report, dup):
+    """Map group ``g``'s columns to their local ids (the tag array and the
+    member bitmap, or the hash table); returns the table's bits.
+
+    A repeated column maps to its last position (as the CUDA twin's search
+    does); with ``report``, the first repeat's position goes to ``dup[g]``
+    (the caller refuses repeats).
+    """
+    bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
+    if not dense:
+        _clear(table, bits)
+    for t in range(col_ptr[g], col_ptr[g + 1]):
+        v = cols[t]
+        if dense:
+            # The bitmap holds this group's columns so far.
+            if report and get_bit(member, v) and dup[g] < 0:
+                dup[g] = t
+            set_bit(member, v)
+            tags[v] = np.uint32(t - col_ptr[g])
+        else:
+            s = _probe(table, v, bits)
+            if report and table[2 * s] == v and dup[g] < 0:
+                dup[g] = t
+            table[2 * s] = v
+            table[2 * s + 1] = t - col_ptr[g]
+    return bits
+
+
+@numba.njit(cache=True, inline="always")
+def _scan_row(e0, e1, idx, dense, member, tags, table, bits, tmp_idx, tmp_src, f, end):
+    """Keep the entries ``e0:e1`` whose column is in the current group: their
+    local ids to ``tmp_idx[f:]``, their positions to ``tmp_src[f:]``, at most
+    up to ``end``.  Returns ``(f, over)``, ``over`` when an entry did not fit
+    (the row repeats a column)."""
+    if dense:
+        f0 = f
+        f, over = _scan_members(e0, e1, idx, member, tmp_src, f, end)
+        # The member bitmap holds the current group's columns only, so every
+        # kept entry's tag is this group's.
+        for t in range(f0, f):
+            tmp_idx[t] = tags[idx[tmp_src[t]]]
+        return f, over
+    for e in range(e0, e1):
+        s = _probe(table, idx[e], bits)
+        if table[2 * s] != _EMPTY:
+            if f == end:
+                return f, True
+            tmp_idx[f] = table[2 * s + 1]
+            tmp_src[f] = e
+            f += 1
+    return f, False
+
+
+@numba.njit(cache=True, inline="always")
+def _first_dup(dup):
+    for g in range(dup.size):
+        if dup[g] >= 0:
+            return dup[g]
+    return np.int64(-1)
+
+
 @parallel_kernel(_extract_work)
 def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     G = row_ptr.size - 1
@@ -384,69 +434,26 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     repeats = np.zeros(1, np.int64)
     # Local column ids (< GROUP_LIMIT = 2**32) in 4 bytes: the bound above
     # is loose (a hub row bounded by its group's columns keeps a few of
-    # them), so this scratch is large, and at 16 bytes a slot a bulk of 16
-    # LADIES minibatches at R-MAT scale 16 (34 MB) was mapped afresh by
-    # every call, its page faults costing as much as the scan; at 12 bytes
-    # (25 MB) the allocator reuses it.  Measured: 2.5 ms a group down to 1.5.
+    # them), so this scratch is large, and the fewer bytes a slot the more
+    # often the allocator can hand the same pages to the next call instead
+    # of mapping fresh ones (docs/design.rst, "Measurements behind the
+    # kernels' choices").
     tmp_idx = np.empty(ub[nr], np.uint32)
     tmp_src = np.empty(ub[nr], np.int64)
     cnt = np.zeros(nr + 1, np.int64)
     dup = np.full(G, -1, np.int64)
-    # Tasks: pieces of a group's rows.  With fewer groups than workers (one
-    # minibatch at a time) a group's rows are split so every worker scans
-    # some; each worker builds the column map of the groups it meets, which
-    # costs the group's columns, little next to its rows' entries.
-    per = np.int64(1)
-    if 0 < G < parts:
-        per = (parts + G - 1) // G
-    T = G * per
-    t_g = np.empty(T, np.int64)
-    t_r0 = np.empty(T, np.int64)
-    t_r1 = np.empty(T, np.int64)
-    for g in range(G):
-        for q in range(per):
-            t_g[g * per + q] = g
-        t_r0[g * per] = row_ptr[g]
-        t_r1[g * per + per - 1] = row_ptr[g + 1]
-        if per > 1:
-            # Cut where the rows' entries (the scan's work) reach q / per of
-            # the group's: hub rows make row counts a poor measure.
-            total = np.int64(0)
-            for i in range(row_ptr[g], row_ptr[g + 1]):
-                total += ptr[rows[i] + 1] - ptr[rows[i]]
-            acc = np.int64(0)
-            q = 1
-            for i in range(row_ptr[g], row_ptr[g + 1]):
-                while q < per and acc * per >= total * q:
-                    t_r1[g * per + q - 1] = i
-                    t_r0[g * per + q] = i
-                    q += 1
-                acc += ptr[rows[i] + 1] - ptr[rows[i]]
-            while q < per:
-                t_r1[g * per + q - 1] = row_ptr[g + 1]
-                t_r0[g * per + q] = row_ptr[g + 1]
-                q += 1
-    bounds = _group_bounds(T, parts)
+    per, t_g, t_r0, t_r1 = _split_tasks(ptr, rows, row_ptr, parts)
+    bounds = _group_bounds(t_g.size, parts)
     for c in prange(bounds.size - 1):
         # As in _compact: a hash table of the group's columns, or, when a
         # task's work (its rows' entries) is large next to the column space,
-        # a tag array over the columns holding (group id << 32) | local id,
-        # one load per entry instead of a hashed probe.
-        most = np.int64(0)
-        work = np.int64(0)
-        for t in range(bounds[c], bounds[c + 1]):
-            g = t_g[t]
-            most = max(most, col_ptr[g + 1] - col_ptr[g])
-            w = np.int64(0)
-            for i in range(t_r0[t], t_r1[t]):
-                w += ptr[rows[i] + 1] - ptr[rows[i]]
-            work = max(work, w + (col_ptr[g + 1] - col_ptr[g]))
+        # a tag array over the columns holding the local id, one load per
+        # entry instead of a hashed probe.
+        work, most = _tasks_size(bounds[c], bounds[c + 1], t_g, t_r0, t_r1, ptr, rows, col_ptr)
         dense, tags, table, slot, marks = _scratch(work, most, ncols)
         # With the tag array, a bitmap of the current group's columns too:
         # ncols / 8 bytes stay in cache where the tags (4 ncols) do not, and
-        # most scanned entries are not kept (LADIES' second layer at R-MAT
-        # scale 20 keeps 2 % of 7.5e5), so only the kept ones read a tag.
-        # One group's extraction went from 5.7 ms to 2.5 ms.
+        # most scanned entries are not kept, so only the kept ones read a tag.
         member = zero_bitmap(ncols if dense else 0)
         cur = np.int64(-1)
         bits = 0
@@ -460,49 +467,14 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
                 cur = g
                 # Only the group's first piece reports a repeated column
                 # (no two workers write dup[g]).
-                report = task % per == 0
-                bits = _table_bits(col_ptr[g + 1] - col_ptr[g])
-                if not dense:
-                    _clear(table, bits)
-                for t in range(col_ptr[g], col_ptr[g + 1]):
-                    v = cols[t]
-                    # A repeated column maps to its last position (as the
-                    # CUDA twin's search does); repeats are refused by the
-                    # caller.
-                    if dense:
-                        # The bitmap holds this group's columns so far.
-                        if report and get_bit(member, v) and dup[g] < 0:
-                            dup[g] = t
-                        set_bit(member, v)
-                        tags[v] = np.uint32(t - col_ptr[g])
-                    else:
-                        s = _probe(table, v, bits)
-                        if report and table[2 * s] == v and dup[g] < 0:
-                            dup[g] = t
-                        table[2 * s] = v
-                        table[2 * s + 1] = t - col_ptr[g]
+                bits = _load_group(g, cols, col_ptr, dense, member, tags, table,
+                                   task % per == 0, dup)
             for i in range(t_r0[task], t_r1[task]):
                 r = rows[i]
-                f = ub[i]
-                end = ub[i + 1]
-                if dense:
-                    f, over = _scan_members(ptr[r], ptr[r + 1], idx, member, tmp_src, f, end)
-                    if over:
-                        repeats[0] = 1
-                    # The member bitmap holds the current group's columns
-                    # only, so every kept entry's tag is this group's.
-                    for t in range(ub[i], f):
-                        tmp_idx[t] = tags[idx[tmp_src[t]]]
-                else:
-                    for e in range(ptr[r], ptr[r + 1]):
-                        s = _probe(table, idx[e], bits)
-                        if table[2 * s] != _EMPTY:
-                            if f == end:
-                                repeats[0] = 1
-                                break
-                            tmp_idx[f] = table[2 * s + 1]
-                            tmp_src[f] = e
-                            f += 1
+                f, over = _scan_row(ptr[r], ptr[r + 1], idx, dense, member, tags, table, bits,
+                                    tmp_idx, tmp_src, ub[i], ub[i + 1])
+                if over:
+                    repeats[0] = 1
                 cnt[i + 1] = f - ub[i]
                 _order_row(tmp_idx, tmp_src, ub[i], f, col_ptr[g + 1] - col_ptr[g], slot,
                            marks)
@@ -516,12 +488,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
             for t in range(cnt[i + 1] - cnt[i]):
                 out_idx[cnt[i] + t] = base + np.int64(tmp_idx[ub[i] + t])
                 src[cnt[i] + t] = tmp_src[ub[i] + t]
-    first_dup = -1
-    for g in range(G):
-        if dup[g] >= 0:
-            first_dup = dup[g]
-            break
-    return cnt, out_idx, src, first_dup, repeats[0]
+    return cnt, out_idx, src, _first_dup(dup), repeats[0]
 
 
 def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):

@@ -8,9 +8,8 @@ search bounded to the row, one query per iteration of a parallel loop.
 ``pattern_fingerprints`` folds the pattern into two 64-bit sums of hashed
 coordinates, once as stored and once transposed: equal sums say the pattern
 equals its transpose's.  It reads the index arrays once, in order, with no
-random access, which is what makes it cheap on a 31 M-entry graph (the
-exact alternatives walk the transpose and touch a random row per entry,
-about ten times slower); see ``spla.edges.is_symmetric_pattern`` for what
+random access, which is what makes it cheap on a large graph (the exact
+alternatives walk the transpose and touch a random row per entry); see ``spla.edges.is_symmetric_pattern`` for what
 the comparison promises.
 
 The CUDA twin is ``kernels.cuda.positions``.

@@ -135,6 +135,99 @@ def _guided_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
 
 
 @numba.njit(cache=True, inline="always")
+def _start_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, prefix, guide, seed,
+                 stream, row_ids, replace, filled, batch):
+    """``_search_block``'s first step: the unguided rows that search ahead run
+    ``search_first_draws`` now; each guided one gets its first batch
+    (``batch``) of draws, picks so far 0 (``filled``).  Returns whether any
+    row has a batch."""
+    guided = guide.size > 0
+    more = False
+    for i in range(r0, r1):
+        if _searches_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
+            o = out_ptr[i]
+            cnt = out_ptr[i + 1] - o
+            if guided and has_guide_length(row_hi[i] - row_lo[i]):
+                filled[i - r0] = 0
+                batch[i - r0] = cnt
+                more = True
+            else:
+                key = row_key(seed, stream, rid_of(row_ids, i))
+                search_first_draws(out, o, cnt, row_lo[i], row_hi[i], prefix, guide, key)
+    return more
+
+
+@numba.njit(cache=True, inline="always")
+def _read_guides(r0, r1, out, out_ptr, row_lo, row_hi, row_t, prefix, guide, seed, stream,
+                 row_ids, filled, used, batch, first, f0):
+    """The loads of a round's batches, pass by pass: each draw's guide bucket,
+    the guide entry there (into ``out``), then the prefix it points to (into
+    ``first``; an exact bucket reads ``prefix[0]``: a select, not a branch,
+    so the loads of the draws after it still issue)."""
+    for i in range(r0, r1):
+        b = batch[i - r0]
+        if b > 0:
+            o = out_ptr[i] + filled[i - r0]
+            n = used[i - r0]
+            d = row_hi[i] - row_lo[i]
+            total = row_t[i]
+            scale = guide_scale(d, total)
+            key = row_key(seed, stream, rid_of(row_ids, i))
+            for t in range(b):
+                out[o + t] = row_lo[i] + guide_bucket(uniform01(key, n + t) * total, scale, d)
+    for i in range(r0, r1):
+        o = out_ptr[i] + filled[i - r0]
+        for s in range(o, o + batch[i - r0]):
+            out[s] = guide[out[s]]
+    for i in range(r0, r1):
+        o = out_ptr[i] + filled[i - r0]
+        lo = row_lo[i]
+        for s in range(o, o + batch[i - r0]):
+            g = out[s]
+            first[s - f0] = prefix[lo + g if g < GUIDE_EXACT else 0]
+
+
+@numba.njit(cache=True, inline="always")
+def _finish_batches(r0, r1, out, out_ptr, row_lo, row_hi, row_t, prefix, seed, stream,
+                    row_ids, replace, filled, used, batch, first, f0):
+    """Answer a round's draws from what ``_read_guides`` loaded, accept each
+    row's batch and size its next one; returns whether any row has one."""
+    more = False
+    for i in range(r0, r1):
+        b = batch[i - r0]
+        if b == 0:
+            continue
+        o = out_ptr[i]
+        cnt = out_ptr[i + 1] - o
+        f = filled[i - r0]
+        n = used[i - r0]
+        lo = row_lo[i]
+        hi = row_hi[i]
+        total = row_t[i]
+        key = row_key(seed, stream, rid_of(row_ids, i))
+        for t in range(b):
+            x = uniform01(key, n + t) * total
+            s = o + f + t
+            if x < total:
+                out[s] = finish_guided(prefix, lo, out[s], first[s - f0], x)
+            else:
+                out[s] = search_prefix(prefix, lo, hi, x)
+        batch[i - r0] = 0
+        if replace or cnt > SET_MIN:
+            filled[i - r0] = -1
+            continue
+        f = accept_batch(out, o, f, b, out, 0)
+        n += b
+        filled[i - r0] = f
+        used[i - r0] = n
+        budget = rejection_budget(cnt, hi - lo)
+        if f < cnt and n < budget:
+            batch[i - r0] = min(cnt - f, budget - n)
+            more = True
+    return more
+
+
+@numba.njit(cache=True, inline="always")
 def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, prefix,
                   guide, seed, stream, row_ids, replace):
     """``search_first_draws`` of the rows ``[r0, r1)`` that search ahead, and
@@ -162,88 +255,25 @@ def _search_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, row_t, pre
     Rows of more than ``SET_MIN`` picks (a hash set of picks) and rows with
     replacement leave after their first batch, for ``sample_one_row_cpu``.
     """
-    guided = guide.size > 0
     m = r1 - r0
     # Per guided row: the slot of its batch's first draw (its picks so far),
     # the draws it has used, and the batch the next round searches.
     filled = np.full(m, -1, np.int64)
     used = np.zeros(m, np.int64)
     batch = np.zeros(m, np.int64)
-    more = False
-    for i in range(r0, r1):
-        if _searches_ahead(i, out_ptr, row_lo, row_hi, row_p, row_m, replace):
-            o = out_ptr[i]
-            cnt = out_ptr[i + 1] - o
-            if guided and has_guide_length(row_hi[i] - row_lo[i]):
-                filled[i - r0] = 0
-                batch[i - r0] = cnt
-                more = True
-            else:
-                key = row_key(seed, stream, rid_of(row_ids, i))
-                search_first_draws(out, o, cnt, row_lo[i], row_hi[i], prefix, guide, key)
+    more = _start_block(r0, r1, out, out_ptr, row_lo, row_hi, row_p, row_m, prefix, guide,
+                        seed, stream, row_ids, replace, filled, batch)
     # Blocks without a guided row (short rows, uniform rows, no guide) skip
-    # the passes below and their scratch.
+    # the rounds below and their scratch.
     if not more:
         return filled, used
-    # Exact buckets read prefix[0] instead of a line of their own: a select,
-    # not a branch, so the loads of the draws after them still issue.
     f0 = out_ptr[r0]
     first = np.empty(out_ptr[r1] - f0, np.float64)
     while more:
-        for i in range(r0, r1):
-            b = batch[i - r0]
-            if b > 0:
-                o = out_ptr[i] + filled[i - r0]
-                n = used[i - r0]
-                d = row_hi[i] - row_lo[i]
-                total = row_t[i]
-                scale = guide_scale(d, total)
-                key = row_key(seed, stream, rid_of(row_ids, i))
-                for t in range(b):
-                    out[o + t] = row_lo[i] + guide_bucket(uniform01(key, n + t) * total,
-                                                          scale, d)
-        for i in range(r0, r1):
-            o = out_ptr[i] + filled[i - r0]
-            for s in range(o, o + batch[i - r0]):
-                out[s] = guide[out[s]]
-        for i in range(r0, r1):
-            o = out_ptr[i] + filled[i - r0]
-            lo = row_lo[i]
-            for s in range(o, o + batch[i - r0]):
-                g = out[s]
-                first[s - f0] = prefix[lo + g if g < GUIDE_EXACT else 0]
-        more = False
-        for i in range(r0, r1):
-            b = batch[i - r0]
-            if b == 0:
-                continue
-            o = out_ptr[i]
-            cnt = out_ptr[i + 1] - o
-            f = filled[i - r0]
-            n = used[i - r0]
-            lo = row_lo[i]
-            hi = row_hi[i]
-            total = row_t[i]
-            key = row_key(seed, stream, rid_of(row_ids, i))
-            for t in range(b):
-                x = uniform01(key, n + t) * total
-                s = o + f + t
-                if x < total:
-                    out[s] = finish_guided(prefix, lo, out[s], first[s - f0], x)
-                else:
-                    out[s] = search_prefix(prefix, lo, hi, x)
-            batch[i - r0] = 0
-            if replace or cnt > SET_MIN:
-                filled[i - r0] = -1
-                continue
-            f = accept_batch(out, o, f, b, out, 0)
-            n += b
-            filled[i - r0] = f
-            used[i - r0] = n
-            budget = rejection_budget(cnt, hi - lo)
-            if f < cnt and n < budget:
-                batch[i - r0] = min(cnt - f, budget - n)
-                more = True
+        _read_guides(r0, r1, out, out_ptr, row_lo, row_hi, row_t, prefix, guide, seed, stream,
+                     row_ids, filled, used, batch, first, f0)
+        more = _finish_batches(r0, r1, out, out_ptr, row_lo, row_hi, row_t, prefix, seed,
+                               stream, row_ids, replace, filled, used, batch, first, f0)
     return filled, used
 
 

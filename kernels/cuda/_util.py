@@ -79,8 +79,8 @@ def launch(kernel, n, *args):
     On a GPU, a kernel whose parameters are all 1-D contiguous arrays and
     64-bit scalars is launched through the CUDA driver directly once numba
     has compiled it for those argument types (``_FastLaunch``): numba's own
-    launch types and converts every argument on every call, which costs a
-    few hundred microseconds for a kernel of a dozen array arguments.
+    launch types and converts every argument on every call, which for a
+    kernel of a dozen array arguments takes longer than many kernels run.
     """
     opcount.add_launch()
     grid = blocks(n)

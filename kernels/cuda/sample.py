@@ -173,8 +173,8 @@ def row_guide(indptr, prefix, positives, modes):
     """No guide: the GPU rows search their prefixes by bisection (an empty array).
 
     Thousands of rows in flight hide the bisection's dependent reads on the
-    GPU far better than two CPU threads can; whether a guide pays there is
-    to be measured on a device before it costs 4 bytes per entry.
+    GPU far better than two CPU threads can, so a guide is not known to pay
+    there for the 4 bytes per entry it costs.
     """
     return _xp(indptr).zeros(0, np.uint32)
 
