@@ -13,6 +13,7 @@ import numpy as np
 
 from spla.checks import as_index_array, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.dist import DistMatrix
 from spla.matrix import Matrix
 
 from sampling.datasets.validation import as_features, check_labels, host_array
@@ -31,9 +32,12 @@ class HeteroGraph:
     ----------
     num_nodes : dict of str -> int
         Vertex count of every type.
-    relations : dict of (str, str, str) -> spla.Matrix
+    relations : dict of (str, str, str) -> spla.Matrix or spla.DistMatrix
         ``(src_type, name, dst_type)`` -> matrix of shape
-        ``(num_nodes[dst_type], num_nodes[src_type])``.
+        ``(num_nodes[dst_type], num_nodes[src_type])``.  Distributed
+        relations (``spla.distribute`` of each, rows by destination) must
+        share one communicator; ``to_undirected`` and ``to_homogeneous``
+        need local matrices (distribute afterwards).
     x : dict of str -> array, optional
         Features per type (``(n_t, f_t)``, widths may differ; types without
         features are left out: see ``sampling.Embedding``).
@@ -53,7 +57,7 @@ class HeteroGraph:
         A relation matrix whose shape disagrees with the type counts,
         features or labels of the wrong length.
     DTypeError
-        A relation that is not a ``spla.Matrix``, a malformed key.
+        A relation that is not a ``spla.Matrix`` / ``DistMatrix``, a malformed key.
 
     Examples
     --------
@@ -86,8 +90,9 @@ class HeteroGraph:
         self.relations = {}
         for key, A in relations.items():
             key = self._check_key(func, key)
-            if not isinstance(A, Matrix):
-                fail(DTypeError, func, f"relations[{key}]", "a spla.Matrix", describe(A))
+            if not isinstance(A, (Matrix, DistMatrix)):
+                fail(DTypeError, func, f"relations[{key}]", "a spla.Matrix or DistMatrix",
+                     describe(A))
             want = (self.num_nodes[key[2]], self.num_nodes[key[0]])
             if tuple(A.shape) != want:
                 fail(DimensionMismatch, func, f"relations[{key}]",

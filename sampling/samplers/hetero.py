@@ -24,6 +24,7 @@ from typing import Dict, List
 import numpy as np
 
 from spla import backend, extract_rows, vstack
+from spla import comm as C
 from spla.checks import as_int, as_u64, check_weights, describe, fail
 from spla.exceptions import DTypeError, InvalidValue, DimensionMismatch
 from spla.hops import selection
@@ -33,7 +34,8 @@ from spla import semiring
 from spla.sample import K_ALL, sample_rows
 from spla.structure import compact_columns_blockwise, split_blocks
 
-from sampling.samplers.base import MAX_LAYER_SIZE, stack_batches, stream_of
+from sampling.samplers.base import (MAX_LAYER_SIZE, _own_share as own_share, owned_batches,
+                                    stack_batches, stream_of)
 from sampling.samplers.minibatch import Block, DglBlockLayout
 
 
@@ -295,16 +297,25 @@ class HeteroGraphSAGE:
         self.G = G
         self.fanouts = _fanouts(func, G, fanouts)
         self.replace, self.weighted = bool(replace), bool(weighted)
-        mats = []
-        for r, A in G.relations.items():
-            if self.weighted:
-                if A.values is None:
-                    fail(InvalidValue, func, "weighted", f"False: relation {r} is structural",
-                         True)
-                check_weights(func, f"G.relations[{r}]", A.values)
-                mats.append(A)
-            else:
-                mats.append(A.structure())
+        from spla.dist import DistMatrix
+        dist = [isinstance(A, DistMatrix) for A in G.relations.values()]
+        if any(dist) and not all(dist):
+            fail(InvalidValue, func, "G", "relations all local or all distributed", "a mix")
+        self.comm = next(iter(G.relations.values())).comm if all(dist) else None
+        with C.collective_checks(self.comm):
+            mats = []
+            for r, A in G.relations.items():
+                M = A.local if self.comm is not None else A
+                if self.weighted:
+                    if M.values is None:
+                        fail(InvalidValue, func, "weighted",
+                             f"False: relation {r} is structural", True)
+                    check_weights(func, f"G.relations[{r}]", M.values)
+                    mats.append(A)
+                else:
+                    # A distributed relation keeps its values; the hop
+                    # samples its rows' pattern (a structural product).
+                    mats.append(A if self.comm is not None else A.structure())
         self.mats = mats
 
     @property
@@ -328,17 +339,28 @@ class HeteroGraphSAGE:
         list of HeteroMiniBatch
         """
         func = "HeteroGraphSAGE.sample"
-        G = self.G
-        G._type(func, "node_type", node_type)
-        seed = as_u64(func, "seed", seed)
-        epoch = as_int(func, "epoch", epoch, minimum=0)
-        stream_of(epoch, 0)  # range check
-        B = stack_batches(func, batches, G.num_nodes[node_type], np, batch_ids)
-        ids = np.asarray(B.ids, np.int64)
-        R, nmax = len(self.mats), max(G.num_nodes.values())
-        if ids.size and (int(ids.max()) + 1) * R * max(nmax, 1) >= 2 ** 63:
-            fail(InvalidValue, func, "batch_ids", "ids with (id + 1) * relations * n < 2**63",
-                 int(ids.max()))
+        G, comm = self.G, self.comm
+        # Checked on every rank at once: a bad argument on one rank raises
+        # on all instead of leaving them in a row fetch.
+        with C.collective_checks(comm):
+            G._type(func, "node_type", node_type)
+            seed = as_u64(func, "seed", seed)
+            epoch = as_int(func, "epoch", epoch, minimum=0)
+            stream_of(epoch, 0)  # range check
+            B = stack_batches(func, batches, G.num_nodes[node_type], np, batch_ids)
+            k = B.k
+            ids = np.asarray(B.ids, np.int64)
+            R, nmax = len(self.mats), max(G.num_nodes.values())
+            if ids.size and (int(ids.max()) + 1) * R * max(nmax, 1) >= 2 ** 63:
+                fail(InvalidValue, func, "batch_ids",
+                     "ids with (id + 1) * relations * n < 2**63", int(ids.max()))
+        if comm is not None:
+            C.check_same(comm, func, "(len(batches), epoch, seed >> 32, seed % 2**32)",
+                         [k, epoch, seed >> 32, seed & 0xFFFFFFFF])
+            # Each rank samples its share of the minibatches (as GraphSAGE).
+            layout = self.mats[0].layout
+            B = own_share(B, owned_batches(k, layout, comm.Get_rank(), False))
+            ids = np.asarray(B.ids, np.int64)
         empty = np.zeros(ids.size + 1, np.int64)
         front = {t: (np.zeros(0, np.int64), empty) for t in G.node_types}
         front[node_type] = (np.asarray(B.nodes, np.int64), np.asarray(B.ptr_host, np.int64))
@@ -356,10 +378,15 @@ class HeteroGraphSAGE:
         k = self.fanouts[r][hop]
         n_d, n_s = self.G.num_nodes[d], self.G.num_nodes[s]
         A = self.mats[r]
+        if self.comm is not None and k != 0:
+            A = A.rows_view(nodes)  # collective: every rank, even with no rows
+            if not self.weighted:
+                A = A.structure()
         if k == 0 or nodes.size == 0:
             # Valued like the sampled blocks, so that vstack can join them.
+            M = self.mats[r].local if self.comm is not None else A
             vals = (np.zeros(0, np.float32) if self.replace else
-                    np.zeros(0, A.values.dtype) if self.weighted else None)
+                    np.zeros(0, M.values.dtype) if self.weighted else None)
             return Matrix.from_csr(np.zeros(nodes.size + 1, np.int64), np.zeros(0, np.int64),
                                    vals, (nodes.size, n_s), check=False, copy=False)
         Q = selection(nodes, n_d)

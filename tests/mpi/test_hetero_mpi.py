@@ -1,0 +1,51 @@
+"""HeteroGraphSAGE on distributed relations gives exactly the single-process minibatches
+(every rank samples its share of the bulk), for 1-4 ranks and both layouts."""
+
+import pytest
+
+import spla
+from sampling import HeteroGraph, HeteroGraphSAGE, epoch_batches
+from sampling.samplers.base import owned_batches
+from sampling.datasets.mag import mag_dataset
+
+
+def _distributed(G, comm, layout, c, replicate):
+    rel = {r: spla.distribute(A, comm, layout=layout, replication=c, replicate_graph=replicate)
+           for r, A in G.relations.items()}
+    return HeteroGraph(G.num_nodes, rel, x=G.x, y=G.y, num_classes=G.num_classes)
+
+
+def grids(p):
+    return [("1d", 1)] + [("1.5d", c) for c in range(2, p + 1) if p % c == 0]
+
+
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("replicate", [False, True])
+def test_same_minibatches_on_every_grid(comm, replace, replicate):
+    G = mag_dataset(6).to_undirected()
+    batches = epoch_batches(G.split("train", "paper"), 6, seed=2)     # 6 minibatches
+    fan = {r: [3, 2] for r in G.edge_types}
+    fan[("paper", "cites", "paper")] = [-1, 0]
+    ref = HeteroGraphSAGE(G, fan, replace=replace).sample(batches, node_type="paper", seed=5,
+                                                          epoch=1)
+    p = comm.Get_size()
+    for layout, c in grids(p):
+        D = _distributed(G, comm, layout, c, replicate)
+        s = HeteroGraphSAGE(D, fan, replace=replace)
+        got = s.sample(batches, node_type="paper", seed=5, epoch=1)
+        lay = next(iter(D.relations.values())).layout
+        mine = owned_batches(len(batches), lay, comm.Get_rank(), False)
+        assert [m.index for m in got] == mine
+        for m in got:
+            assert m == ref[m.index]
+
+
+def test_errors_on_every_rank(comm):
+    G = mag_dataset(4).to_undirected()
+    D = _distributed(G, comm, "1d", 1, False)
+    s = HeteroGraphSAGE(D, [2])
+    bad = [[10**6]] if comm.Get_rank() == comm.Get_size() - 1 else [[0]]   # one rank only
+    with pytest.raises(spla.SplaError):
+        s.sample(bad, node_type="paper", seed=0)
+    with pytest.raises(spla.InvalidValue, match="weighted"):
+        HeteroGraphSAGE(D, [2], weighted=True)
