@@ -205,8 +205,10 @@ class HeteroMiniBatch:
                 return False
             if any(not (a.blocks[r] == b.blocks[r]) for r in a.blocks):
                 return False
-            if any(not np.array_equal(a.src_nodes[t], b.src_nodes[t]) for t in a.src_nodes):
-                return False
+            for t in a.src_nodes:
+                if not (np.array_equal(a.src_nodes[t], b.src_nodes[t])
+                        and np.array_equal(a.dst_nodes[t], b.dst_nodes[t])):
+                    return False
         return True
 
 
@@ -257,6 +259,10 @@ class HeteroGraphSAGE:
     Parameters
     ----------
     G : sampling.HeteroGraph
+        Its relations all ``spla.Matrix``, or all ``spla.DistMatrix`` on one
+        communicator: then building the sampler and ``sample`` are
+        collective (every rank calls them with the same arguments) and
+        each rank samples its share of a bulk's minibatches.
     fanouts : list of int, or dict relation -> list of int
         Output layer first, per relation (a list alone applies to every
         relation; a dict must name every relation, by triple or by a name
