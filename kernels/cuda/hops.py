@@ -377,7 +377,12 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
             cap = int(to_host(kp[G:])[0])
         else:
             cap = next_cap
-    host = to_host(sizes)
+    return _trimmed(raw, to_host(sizes), ptr)
+
+
+def _trimmed(raw, host, ptr):
+    """Each hop's arrays cut to their true sizes (``host``: the sizes read back once)."""
+    G = ptr.size - 1
     hops = []
     dst_ptr = np.asarray(ptr, np.int64)
     for h, (bptr, bidx, bval, dst, src) in enumerate(raw):
