@@ -117,7 +117,8 @@ def load(name_or_path, *, root=None, to_undirected=None):
         return load_npz(os.path.join(DATA_DIR, f"{key}.npz"), name=key,
                         num_classes=EMBEDDED[key])
     if key.startswith("mag:") or key == "ogbn-mag":
-        return _load_mag(func, name, key, root, to_undirected)
+        from sampling.datasets.mag import load_mag
+        return load_mag(func, name, root, to_undirected)
     if key.startswith("rmat:"):
         try:
             scale = int(key.split(":", 1)[1])
@@ -129,30 +130,6 @@ def load(name_or_path, *, root=None, to_undirected=None):
     if _looks_like_path(name) or os.path.exists(name):
         return _load_path(func, name, bool(to_undirected))
     fail(InvalidValue, func, "name_or_path", _LOAD_EXPECTED, f"{name!r} (no such file)")
-
-
-def _load_mag(func, name, key, root, to_undirected):
-    """``mag:SCALE`` (synthetic) or ``ogbn-mag`` (OGB's layout): a ``HeteroGraph``."""
-    from sampling.datasets.mag import load_ogbn_mag, mag_dataset
-    if key == "ogbn-mag":
-        from sampling.datasets import ogb
-        root = os.fspath(root) if root is not None else ogb.default_root()
-        raw = [os.path.join(base, "raw", f"num-node-dict.csv{z}")
-               for base in (os.path.join(root, "ogbn_mag"), root) for z in ("", ".gz")]
-        if not any(os.path.exists(p) for p in raw):
-            # The files are not downloaded here: ogb does it (it keeps raw/).
-            fail(InvalidValue, func, "name", "a dataset whose files are under root: "
-                 "ogbn-mag is read from OGB's raw files in root/ogbn_mag, which "
-                 "ogb.nodeproppred.NodePropPredDataset('ogbn-mag', root=root) downloads",
-                 f"{name!r} (heterogeneous; no raw/num-node-dict.csv under {root!r})")
-        G = load_ogbn_mag(root)
-    else:
-        try:
-            scale = int(key.split(":", 1)[1])
-        except ValueError:
-            fail(InvalidValue, func, "name", "'mag:SCALE' with an integer SCALE", repr(name))
-        G = mag_dataset(scale)
-    return G.to_undirected() if to_undirected is None or to_undirected else G
 
 
 def _looks_like_path(name):

@@ -215,4 +215,42 @@ def load_ogbn_mag(root, *, name="ogbn-mag"):
         y={} if y is None else {"paper": y.reshape(-1)}, name=name, **parts)
 
 
-__all__ = ["mag_dataset", "load_ogbn_mag", "RELATIONS", "TYPES"]
+def load_mag(func, name, root=None, to_undirected=None):
+    """``load("mag:SCALE")`` or ``load("ogbn-mag", root=)``: a ``HeteroGraph``.
+
+    With reverse relations (``to_undirected()``) unless ``to_undirected``
+    is False.  ``ogbn-mag`` is read from OGB's raw files under ``root``
+    (default ``sampling.datasets.ogb.default_root()``), which ogb downloads;
+    without them the error names the dataset, as ``load`` does for a name
+    it cannot serve.
+
+    Examples
+    --------
+    >>> from sampling.datasets.mag import load_mag
+    >>> len(load_mag("load", "mag:4").edge_types)
+    7
+    >>> len(load_mag("load", "mag:4", to_undirected=False).edge_types)
+    4
+    """
+    if name.lower() == "ogbn-mag":
+        from sampling.datasets import ogb
+        root = os.fspath(root) if root is not None else ogb.default_root()
+        raw = [os.path.join(base, "raw", f"num-node-dict.csv{z}")
+               for base in (os.path.join(root, "ogbn_mag"), root) for z in ("", ".gz")]
+        if not any(os.path.exists(p) for p in raw):
+            # The files are not downloaded here: ogb does it (it keeps raw/).
+            fail(InvalidValue, func, "name", "a dataset whose files are under root: "
+                 "ogbn-mag is read from OGB's raw files in root/ogbn_mag, which "
+                 "ogb.nodeproppred.NodePropPredDataset('ogbn-mag', root=root) downloads",
+                 f"{name!r} (heterogeneous; no raw/num-node-dict.csv under {root!r})")
+        G = load_ogbn_mag(root)
+    else:
+        try:
+            scale = int(name.split(":", 1)[1])
+        except ValueError:
+            fail(InvalidValue, func, "name", "'mag:SCALE' with an integer SCALE", repr(name))
+        G = mag_dataset(scale)
+    return G.to_undirected() if to_undirected is None or to_undirected else G
+
+
+__all__ = ["mag_dataset", "load_mag", "load_ogbn_mag", "RELATIONS", "TYPES"]
