@@ -15,6 +15,7 @@ import numpy as np
 
 from spla.checks import as_index_array, as_int, describe, fail
 from spla.exceptions import DTypeError, InvalidValue
+from spla.optional import require
 
 from sampling.samplers.batches import epoch_batches
 
@@ -111,7 +112,7 @@ class HeteroNodeLoader:
 
     def epoch(self, epoch):
         """Iterate over the minibatches of ``epoch`` (any order of epochs)."""
-        import torch
+        torch = require("torch", what="NodeLoader", needs="PyTorch")
         bs = self.batches(epoch)
         for start in range(0, len(bs), self.bulk):
             ids = list(range(start, min(start + self.bulk, len(bs))))

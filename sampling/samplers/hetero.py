@@ -30,6 +30,7 @@ from spla.exceptions import DTypeError, InvalidValue, DimensionMismatch
 from spla.hops import selection
 from spla.matrix import Matrix
 from spla.mxm import mxm
+from spla.optional import require
 from spla import semiring
 from spla.sample import K_ALL, sample_rows
 from spla.structure import compact_columns_blockwise, split_blocks
@@ -149,8 +150,9 @@ class HeteroMiniBatch:
         >>> d["p"].batch_size, d["a", "w", "p"].edge_index.tolist()
         (2, [[0, 1], [0, 1]])
         """
-        import torch
-        from torch_geometric.data import HeteroData
+        torch = require("torch", what="HeteroMiniBatch.to_pyg_data", needs="PyTorch")
+        HeteroData = require("torch_geometric.data", what="HeteroMiniBatch.to_pyg_data",
+                             needs="PyTorch Geometric").HeteroData
         data = HeteroData()
         for t, ids in self.input_nodes.items():
             data[t].n_id = torch.from_numpy(np.array(ids, np.int64))
@@ -179,7 +181,7 @@ class HeteroMiniBatch:
         >>> L.src.tolist(), L.dst.tolist(), L.num_src_nodes, L.num_dst_nodes
         ([0], [0], 1, 1)
         """
-        import torch
+        torch = require("torch", what="HeteroMiniBatch.to_dgl_layout", needs="PyTorch")
         out = []
         for layer in self.layers:
             per = {}
