@@ -104,4 +104,5 @@ def show_partition(v):
     return f"a partition of {n} vertices in {parts} parts (fingerprint {digest:#x})"
 
 
-__all__ = ["check_strategy", "as_rows", "as_dist_shape", "agree_layout", "show_meta", "check_partition_type", "partitioned", "show_partition"]
+__all__ = ["check_strategy", "as_rows", "as_dist_shape", "agree_layout", "show_meta",
+           "check_partition_type", "partitioned", "show_partition"]

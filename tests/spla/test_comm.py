@@ -102,3 +102,46 @@ def test_record_with_no_op_counts_nothing():
     with C.counting() as moved:
         C.record(None, 99)
     assert dict(moved) == {}
+
+
+# -- optional dependencies: spla.comm reaches mpi4py through spla.optional --
+
+def test_mpi_without_mpi4py_names_the_extra_and_a_lifted_block_is_not_remembered(monkeypatch):
+    import sys
+
+    import spla
+    from spla import optional
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "mpi4py.MPI", None)          # plays a machine without it
+        with pytest.raises(spla.MissingDependency,
+                           match=r"needs mpi4py\.MPI; install it with `pip install -e "
+                                 r"\"\.\[mpi\]\"`") as info:
+            C.mpi()
+        assert isinstance(info.value, ImportError)
+        assert optional.optional_import("mpi4py.MPI") is None
+    assert C.mpi() is sys.modules["mpi4py.MPI"]             # the block lifted, MPI is back
+
+
+def test_optional_import_remembers_a_module_that_is_not_there(monkeypatch):
+    import importlib
+
+    from spla import optional
+    name = "spla_no_such_module_here"
+    calls = []
+    real = importlib.import_module
+
+    def counting_import(n, *a):
+        calls.append(n)
+        return real(n, *a)
+
+    monkeypatch.setattr(optional.importlib, "import_module", counting_import)
+    monkeypatch.setattr(optional, "_MISSING", {})
+    assert optional.optional_import(name) is None
+    assert optional.optional_import(name) is None
+    assert calls == [name]                                   # one attempt per process
+    assert optional.install_hint("torch") == 'pip install -e ".[train]"'
+    assert optional.install_hint("pymetis") == 'pip install -e ".[mpi]"'
+    with pytest.raises(ImportError, match="^f: x needs json 99; install it with `pip install "
+                                          "json` \\(note\\)$"):
+        optional.require("json", what="f: x", extra="", needs="json 99", note="(note)",
+                         check=lambda mod: False)
