@@ -87,7 +87,21 @@ def same_device(func, *mats):
 
 
 def kernels_for(device):
-    """The kernel package of a device: ``kernels.cpu`` or ``kernels.cuda``."""
+    """The kernel package of a device: ``kernels.cpu`` or ``kernels.cuda``.
+
+    spla's one dispatch point: an operator calls
+    ``kernels_for(A.device).<operation>.<kernel>``, and both packages hold
+    the same modules with the same functions (the generators, which build
+    on the host, are ``kernels.cpu``'s alone).  Asking for ``'cuda'``
+    without cupy raises ``MissingDependency``.
+
+    Examples
+    --------
+    >>> from spla.backend import kernels_for
+    >>> K = kernels_for("cpu")
+    >>> K.__name__, K.spmm.__name__
+    ('kernels.cpu', 'kernels.cpu.spmm')
+    """
     if device == CPU:
         return importlib.import_module("kernels.cpu")
     require_cupy("spla")

@@ -2,7 +2,8 @@
 
 Each public function has the name, arguments and returns of its CPU twin and
 allocates its outputs with the array module of its inputs (cupy on a GPU,
-numpy under the CUDA simulator).
+numpy under the CUDA simulator).  ``kernels.cpu.generate`` has no twin: the
+graph generators build on the host.
 """
 
 from kernels.cuda import _util
