@@ -115,12 +115,14 @@ def _masked_spgemm(A, B, sr, av, bv, out_dt, mask):
 def _dot_is_cheaper(xp, A, B, M):
     """Dot products (merge A's row i with Bᵀ's row j per mask entry) versus push.
 
-    Push costs B's row length per entry of A; dot costs both rows' lengths
-    per mask entry, plus a transpose of B.
+    Push costs a search of the mask row per product (B's row length per
+    entry of A, times the log of the mask's mean row length); dot costs at
+    most both rows' lengths per mask entry, plus a transpose of B.
     """
     if A.nnz == 0 or M.nnz == 0:
         return False
-    push = int(xp.diff(B.indptr)[A.indices].sum())
+    search = max(1.0, float(np.log2(1.0 + M.nnz / max(M.nrows, 1))))
+    push = int(xp.diff(B.indptr)[A.indices].sum()) * search
     deg_bt = xp.bincount(B.indices, minlength=B.ncols)
     dot = int(xp.diff(A.indptr)[row_ids(M.indptr)].sum() + deg_bt[M.indices].sum())
     return dot + 2 * B.nnz < push
