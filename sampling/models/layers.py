@@ -64,13 +64,10 @@ import numpy as np
 import spla
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
-from spla.optional import require
+from spla.optional import optional_import, require
 
-try:
-    import torch
-    from torch import nn
-except ImportError:  # pragma: no cover - exercised without torch only
-    torch = nn = None
+torch = optional_import("torch")
+nn = None if torch is None else torch.nn
 
 _Module = object if nn is None else nn.Module
 _Function = object if torch is None else torch.autograd.Function

@@ -12,6 +12,7 @@ from spla import comm as C
 from spla.checks import describe, fail
 from spla.exceptions import (DimensionMismatch, DTypeError, InvalidValue, LayoutError,
                              MissingDependency)
+from spla.optional import require
 
 from sampling.train.options import UsageError
 
@@ -96,11 +97,7 @@ def check_cuda(torch):
     if not torch.cuda.is_available():
         raise MissingDependency("--device cuda: this PyTorch build sees no CUDA GPU; "
                                 "install a CUDA build of torch or use --device cpu")
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        raise MissingDependency("--device cuda needs cupy; install it with "
-                                "`pip install -e \".[gpu]\"`") from None
+    require("cupy", what="--device cuda")
 
 
 def check_sampler(opts, comm, sampler, ds):

@@ -13,6 +13,7 @@ import numpy as np
 from sampling.train.bns.halo import _torch, exchange
 from spla.checks import as_int, fail
 from spla.exceptions import InvalidValue
+from spla.optional import optional_import
 from spla.random import uniform
 
 MODELS = ("gcn", "sage")
@@ -69,11 +70,8 @@ def _check_dropout(func, dropout):
 
 
 def _module_base():
-    try:
-        import torch
-        return torch.nn.Module
-    except ImportError:  # pragma: no cover - exercised without torch only
-        return object
+    torch = optional_import("torch")
+    return object if torch is None else torch.nn.Module
 
 
 class BNSModel(_module_base()):
