@@ -10,7 +10,6 @@ row-selection ``Q`` samples straight from A's rows and never forms ``Q @ A``.
 
 import sys
 
-
 from spla import backend
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError
