@@ -18,7 +18,7 @@ import warnings
 from sampling.models.layers import (GCN, BlockOperator, GCNConv, SAGE, SAGEConv,
                                     SparseMatMul, block_matmul, block_operators,
                                     feature_dropout, model_for, require_torch)
-from sampling.models.embedding import Embedding
+from sampling.models.embedding import DistEmbedding, Embedding
 from sampling.models.rgcn import RGCN
 
 _RENAMED = {"spmm": "block_matmul", "dropout": "feature_dropout", "GraphSAGE": "SAGE"}
@@ -35,4 +35,4 @@ def __getattr__(name):
 
 __all__ = ["require_torch", "BlockOperator", "SparseMatMul", "block_matmul", "block_operators",
            "feature_dropout", "SAGEConv", "GCNConv", "SAGE", "GCN", "model_for", "RGCN",
-           "Embedding"]
+           "Embedding", "DistEmbedding"]

@@ -49,3 +49,35 @@ def test_errors_on_every_rank(comm):
         s.sample(bad, node_type="paper", seed=0)
     with pytest.raises(spla.InvalidValue, match="weighted"):
         HeteroGraphSAGE(D, [2], weighted=True)
+
+
+def test_dist_embedding_matches_single_process(comm):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from sampling import Embedding
+    from sampling.models.embedding import DistEmbedding
+    from spla.layout import chunk
+    n, dim, p, r = 23, 3, comm.Get_size(), comm.Get_rank()
+
+    def ids_of(rank):                      # every rank knows every rank's ids
+        rng = np.random.default_rng(rank)
+        return rng.integers(0, n, 2 + 3 * rank)
+    weights = torch.arange(1.0, dim + 1.0)
+
+    dist = DistEmbedding(n, dim, comm=comm, seed=4)
+    opt = torch.optim.SGD(dist.parameters(), lr=0.5)
+    out = dist(ids_of(r))
+    (out * weights).pow(2).sum().backward()
+    opt.step()
+
+    ref = Embedding(n, dim, seed=4)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.5)
+    assert torch.equal(out.detach(), ref(ids_of(r)).detach())
+    loss = sum((ref(ids_of(q)) * weights).pow(2).sum() for q in range(p))
+    loss.backward()
+    ref_opt.step()
+    s, e = chunk(n, p, r)
+    assert dist.weight.grad.is_sparse
+    assert torch.allclose(dist.weight.detach(), ref.weight.detach()[s:e], atol=1e-6)
+    empty = dist(np.zeros(0, np.int64)) if r == 0 else dist(ids_of(r))   # a rank with no ids
+    assert empty.shape[1] == dim
