@@ -39,6 +39,29 @@ def _allow(xp, mask, n):
     return ~allow if mask.complement else allow
 
 
+def _pull_pays(xp, A, u):
+    """vxm: pull on A's transpose (parallel, skips masked-out outputs) rather
+    than push from u's entries (serial) once u's rows hold a sixteenth of A."""
+    if u.nvals * 64 < A.nrows:
+        return False
+    return int(xp.diff(A.indptr)[u.indices].sum()) * 16 >= A.nnz
+
+
+def transpose_pattern(A):
+    """(indptr, indices, order) of Aᵀ, where entry t of Aᵀ is entry order[t] of A.
+
+    Cached on the matrix (it is immutable): a BFS or an iterative method
+    pulls through it at every step, with whatever values the step needs.
+    """
+    t = A._cache.get("transpose_pattern")
+    if t is None:
+        from spla.product import _transpose_arrays
+        xp = A.xp
+        ptr, idx, order = _transpose_arrays(xp, A, xp.arange(A.nnz, dtype=np.int64), True)
+        t = A._cache["transpose_pattern"] = (ptr, idx, order)
+    return t
+
+
 def _product_vec(func, A, u, sr, mask, push):
     """T = A u (``push=False``) or u A (``push=True``) as a Vector."""
     xp = A.xp
@@ -58,7 +81,7 @@ def _product_vec(func, A, u, sr, mask, push):
     uv = lv if push else rv
     av = rv if push else lv
     a_val, a_hv = cast(xp, av, cdt)
-    if push and A.device == "cpu":
+    if push and A.device == "cpu" and not _pull_pays(xp, A, u):
         u_val, u_hv = cast(xp, uv, cdt)
         w, has = K.vxm_push(u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow,
                             n_out, sr.monoid.code, sr.mul_code, one)
@@ -70,12 +93,11 @@ def _product_vec(func, A, u, sr, mask, push):
             dense[u.indices] = uv.astype(cdt)
         present = xp.zeros(u.size, np.bool_)
         present[u.indices] = True
-        if push:  # GPU: pull on A's transpose, operands in u ⊗ A order
-            from spla.structure import transpose
-            At = transpose(Matrix._new(A.indptr, A.indices, a_val if a_hv else None, A.shape))
-            a_val, a_hv = cast(xp, At.values, cdt)
-            A = At
-        w, has = K.mxv_pull(A.indptr, A.indices, a_val, a_hv, dense, present, allow,
+        ptr, idx = A.indptr, A.indices
+        if push:  # a pull on A's transpose, operands in u ⊗ A order
+            ptr, idx, order = transpose_pattern(A)
+            a_val = a_val[order] if a_hv else a_val
+        w, has = K.mxv_pull(ptr, idx, a_val, a_hv, dense, present, allow,
                             sr.monoid.code, sr.mul_code, one, push)
     idx = xp.flatnonzero(has).astype(np.int64)
     return Vector._new(idx, None if out_dt is None else w[idx], n_out)
