@@ -39,14 +39,6 @@ def _allow(xp, mask, n):
     return ~allow if mask.complement else allow
 
 
-def _pull_pays(xp, A, u):
-    """vxm: pull on A's transpose (parallel, skips masked-out outputs) rather
-    than push from u's entries (serial) once u's rows hold a sixteenth of A."""
-    if u.nvals * 64 < A.nrows:
-        return False
-    return int(xp.diff(A.indptr)[u.indices].sum()) * 16 >= A.nnz
-
-
 def transpose_pattern(A):
     """(indptr, indices, order) of Aᵀ, where entry t of Aᵀ is entry order[t] of A.
 
@@ -81,7 +73,7 @@ def _product_vec(func, A, u, sr, mask, push):
     uv = lv if push else rv
     av = rv if push else lv
     a_val, a_hv = cast(xp, av, cdt)
-    if push and A.device == "cpu" and not _pull_pays(xp, A, u):
+    if push and A.device == "cpu":
         u_val, u_hv = cast(xp, uv, cdt)
         w, has = K.vxm_push(u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow,
                             n_out, sr.monoid.code, sr.mul_code, one)
@@ -94,7 +86,7 @@ def _product_vec(func, A, u, sr, mask, push):
         present = xp.zeros(u.size, np.bool_)
         present[u.indices] = True
         ptr, idx = A.indptr, A.indices
-        if push:  # a pull on A's transpose, operands in u ⊗ A order
+        if push:  # GPU: a pull on A's transpose, operands in u ⊗ A order
             ptr, idx, order = transpose_pattern(A)
             a_val = a_val[order] if a_hv else a_val
         w, has = K.mxv_pull(ptr, idx, a_val, a_hv, dense, present, allow,

@@ -258,29 +258,3 @@ def test_masked_dot_with_hub_rows(seed):
     finally:
         product._dot_is_cheaper = orig
 
-
-@SET
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["plus_times", "min_plus", "any_secondi",
-                                                    "any_pair", "min_second"]),
-       st.sampled_from([None, "S", "~S", "~V"]))
-def test_vxm_push_and_pull_agree(seed, name, mk):
-    """vxm's two CPU paths (push from u, pull on A's cached transpose) give one result."""
-    from spla import graphblas
-    rs = np.random.RandomState(seed)
-    A = Matrix.from_dense(dense_mat(rs, 6, 7, 0.5))
-    u = Vector.from_dense(dense_mat(rs, 1, 6, 0.5)[0])
-    M = Vector.from_dense(dense_mat(rs, 1, 7, 0.5)[0])
-    mask = None if mk is None else {"S": M.S, "~S": ~M.S, "~V": ~M.V}[mk]
-    sr = getattr(semiring, name)
-    got = []
-    orig = graphblas._pull_pays
-    try:
-        for force in (False, True):
-            graphblas._pull_pays = lambda xp, A, u: force
-            got.append(spla.vxm(u, A, sr, mask=mask))
-    finally:
-        graphblas._pull_pays = orig
-    if name.startswith("any"):   # any: one of the candidates, the same pattern
-        np.testing.assert_array_equal(got[0].indices, got[1].indices)
-    else:
-        assert got[0].isequal(got[1])
