@@ -1,23 +1,19 @@
-"""Minibatches of seeds of one vertex type, from a ``HeteroGraphSAGE``: ``HeteroNodeLoader``.
+"""Seeds of one vertex type of a ``HeteroGraph``: what ``NodeLoader`` needs for them.
 
-``NodeLoader(sampler, ("paper", ids), batch_size)`` hands its arguments
-here when the seeds are a ``(type, ids)`` pair (``is_typed_seeds``).  Per
-epoch, the seeds are shuffled and cut (``sampling.epoch_batches``), the
-minibatches are sampled in bulks of ``bulk``, and each ``HeteroMiniBatch``
-gets ``x`` (per type, the features of ``input_nodes[t]``, float32 tensors)
-and ``y`` (``{type: labels of the seeds}``, int64).  Minibatch ``i`` of an
-epoch has id ``i``, so the bulk size never changes a minibatch.
+``NodeLoader(sampler, ("paper", ids), batch_size)`` iterates seeds of one
+type of a heterogeneous graph with the same epoch loop as homogeneous
+seeds (shuffle, minibatch ids, bulks, prefetch, ranks); only the inputs
+differ: each ``HeteroMiniBatch`` gets ``x`` (per type, the feature rows of
+``input_nodes[t]``, float32 tensors) and ``y`` (``{type: labels of the
+seeds}``, int64), gathered here once per bulk and type.
 """
-
-import dataclasses
 
 import numpy as np
 
-from spla.checks import as_index_array, as_int, describe, fail
-from spla.exceptions import DTypeError, InvalidValue
+from spla import backend
+from spla.checks import describe, fail
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.optional import require
-
-from sampling.samplers.batches import epoch_batches
 
 
 def is_typed_seeds(seeds):
@@ -32,103 +28,100 @@ def is_typed_seeds(seeds):
     return isinstance(seeds, tuple) and len(seeds) == 2 and isinstance(seeds[0], str)
 
 
-class HeteroNodeLoader:
-    """Epochs of ``HeteroMiniBatch`` objects for seeds of one vertex type.
+def check_hetero_sampler(func, sampler, seeds):
+    """(node type, number of vertices of that type) for typed seeds of a HeteroGraphSAGE."""
+    from sampling.samplers.hetero import HeteroGraphSAGE
+    if not isinstance(sampler, HeteroGraphSAGE):
+        fail(DTypeError, func, "sampler", "a HeteroGraphSAGE for (type, ids) seeds",
+             describe(sampler))
+    t = seeds[0]
+    counts = sampler.G.num_nodes
+    if t not in counts:
+        fail(InvalidValue, func, "seeds", f"a pair (vertex type, ids) with a type of the graph "
+             f"({', '.join(map(repr, counts))})", f"type {t!r}")
+    return t, int(counts[t])
+
+
+class HeteroInputs:
+    """Per-type features and the seed type's labels of a loader, gathered per bulk.
 
     Parameters
     ----------
-    sampler : sampling.HeteroGraphSAGE
-    seeds : (str, 1-D int array)
-        The seeds' type and ids (distinct).
-    batch_size : int
+    func : str
+        The caller, named in errors.
+    G : sampling.HeteroGraph
+    node_type : str
+        The seeds' type.
     features : dict of type -> array, optional
         Default: the graph's ``x``.  Types left out get no ``x`` entry.
     labels : dict of type -> int array, optional
-        Default: the graph's ``y``; it must hold the seeds' type.  Pass
-        ``{}`` for minibatches without labels.
-    shuffle : bool, default True
-    drop_last : bool, default False
-    seed : int, default 0
-    bulk : int, default 8
-        Minibatches sampled per bulk pass.
-
-    Raises
-    ------
-    InvalidValue
-        An unknown seed type, seeds of a type without labels, a bad size.
+        Default: the graph's ``y``; it must hold the seeds' type.  ``{}``:
+        minibatches without labels.
+    device : str or torch.device
 
     Examples
     --------
     >>> import numpy as np
-    >>> from sampling import HeteroGraphSAGE
     >>> from sampling.datasets.mag import mag_dataset
-    >>> from sampling.loading.hetero_loader import HeteroNodeLoader
-    >>> G = mag_dataset(5).to_undirected()
-    >>> loader = HeteroNodeLoader(HeteroGraphSAGE(G, [3, 3]), ("paper", np.arange(10)), 4)
-    >>> mb = next(iter(loader))
-    >>> len(loader), mb.y["paper"].shape, mb.x["author"].shape[0] == mb.input_nodes["author"].size
-    (3, torch.Size([4]), True)
+    >>> G = mag_dataset(5)
+    >>> inp = HeteroInputs("f", G, "paper", None, None, "cpu")
+    >>> x, = inp.gather_x([{"paper": np.array([3, 1])}], inp.features)
+    >>> tuple(x["paper"].shape) == (2, G.x["paper"].shape[1])
+    True
     """
 
-    def __init__(self, sampler, seeds, batch_size, *, features=None, labels=None, shuffle=True,
-                 drop_last=False, seed=0, bulk=8, device="cpu"):
-        from sampling.samplers.hetero import HeteroGraphSAGE
-        func = "NodeLoader"
-        if not isinstance(sampler, HeteroGraphSAGE):
-            fail(DTypeError, func, "sampler", "a HeteroGraphSAGE for (type, ids) seeds",
-                 describe(sampler))
-        if not is_typed_seeds(seeds):
-            fail(InvalidValue, func, "seeds", "a pair (vertex type, ids)", describe(seeds))
-        G = sampler.G
-        self.node_type = G._type(func, "seeds", seeds[0])
-        self.seeds = as_index_array(func, "seeds", seeds[1], G.num_nodes[self.node_type],
-                                    allow_empty=False)
-        if np.unique(self.seeds).size != self.seeds.size:
-            fail(InvalidValue, func, "seeds", "distinct vertex ids", "a repeated id")
-        self.batch_size = as_int(func, "batch_size", batch_size, minimum=1)
-        self.bulk = as_int(func, "bulk", bulk, minimum=1)
-        self.seed = as_int(func, "seed", seed, minimum=0)
-        self.features = dict(G.x if features is None else features)
+    kind = "hetero"
+
+    def __init__(self, func, G, node_type, features, labels, device):
+        self.node_type = node_type
+        self.features = {t: _rows(func, t, X, G.num_nodes[t])
+                         for t, X in dict(G.x if features is None else features).items()}
         self.labels = dict(G.y if labels is None else labels)
-        if labels is None and self.node_type not in self.labels:
+        if labels is None and node_type not in self.labels:
             fail(InvalidValue, func, "seeds", "seeds of a type with labels (or labels={})",
-                 f"type {self.node_type!r}, which has none")
-        self.sampler, self.shuffle, self.drop_last = sampler, bool(shuffle), bool(drop_last)
-        self.device = device
-        self._next_epoch = 0
+                 f"type {node_type!r}, which has none")
+        if node_type in self.labels:
+            y = np.asarray(backend.to_host(self.labels[node_type]))
+            if y.dtype.kind not in "iu" or y.shape != (G.num_nodes[node_type],):
+                fail(DTypeError, func, "labels", f"for type {node_type!r}, integer labels, one "
+                     "per vertex of the type", describe(y))
+            self.labels[node_type] = y
+        need = self.features or node_type in self.labels
+        self.torch = require("torch", what=func, needs="PyTorch") if need else None
+        self.device = device if self.torch is None else self.torch.device(device)
 
-    def batches(self, epoch):
-        """The seed arrays of ``epoch``'s minibatches."""
-        if self.shuffle:
-            return epoch_batches(self.seeds, self.batch_size, seed=self.seed, epoch=epoch,
-                                 drop_last=self.drop_last)
-        n = self.seeds.size
-        stops = range(self.batch_size, n + self.batch_size, self.batch_size)
-        out = [self.seeds[s - self.batch_size:min(s, n)] for s in stops]
-        return [b for b in out if b.size == self.batch_size or not self.drop_last]
+    def gather_x(self, parts, F):
+        """Per minibatch, ``{type: rows of input_nodes[type]}`` (one gather per type)."""
+        if not F:
+            return None
+        torch = self.torch
+        out = [dict() for _ in parts]
+        for t, X in F.items():
+            have = [j for j, p in enumerate(parts) if t in p]
+            if not have:
+                continue
+            ids = np.concatenate([np.asarray(backend.to_host(parts[j][t])) for j in have])
+            rows = torch.as_tensor(np.ascontiguousarray(X[ids], np.float32), device=self.device)
+            for j, piece in zip(have, rows.split([int(parts[j][t].size) for j in have])):
+                out[j][t] = piece
+        return out
 
-    def __len__(self):
-        return len(self.batches(0))
-
-    def epoch(self, epoch):
-        """Iterate over the minibatches of ``epoch`` (any order of epochs)."""
-        torch = require("torch", what="NodeLoader", needs="PyTorch")
-        bs = self.batches(epoch)
-        for start in range(0, len(bs), self.bulk):
-            ids = list(range(start, min(start + self.bulk, len(bs))))
-            for mb in self.sampler.sample([bs[i] for i in ids], node_type=self.node_type,
-                                          seed=self.seed, epoch=epoch, batch_ids=ids):
-                x = {t: torch.as_tensor(np.asarray(self.features[t])[v], dtype=torch.float32,
-                                        device=self.device)
-                     for t, v in mb.input_nodes.items() if t in self.features}
-                y = {t: torch.as_tensor(np.asarray(self.labels[t])[mb.seeds], dtype=torch.int64,
-                                        device=self.device)
-                     for t in (self.node_type,) if t in self.labels}
-                yield dataclasses.replace(mb, x=x, y=y or None)
-
-    def __iter__(self):
-        epoch, self._next_epoch = self._next_epoch, self._next_epoch + 1
-        return self.epoch(epoch)
+    def gather_y(self, parts):
+        """Per minibatch, ``{seed type: labels of its seeds}``, or None without labels."""
+        t = self.node_type
+        if t not in self.labels:
+            return None
+        ids = np.concatenate([np.asarray(backend.to_host(p)) for p in parts])
+        Y = self.torch.as_tensor(self.labels[t][ids].astype(np.int64), device=self.device)
+        return [{t: y} for y in Y.split([int(p.size) for p in parts])]
 
 
-__all__ = ["HeteroNodeLoader", "is_typed_seeds"]
+def _rows(func, t, X, n):
+    X = np.asarray(backend.to_host(X))
+    if X.ndim != 2 or X.shape[0] != n:
+        fail(DimensionMismatch, func, "features", f"for type {t!r}, an ({n}, f) array (one row "
+             "per vertex of the type)", describe(X))
+    return X
+
+
+__all__ = ["HeteroInputs", "check_hetero_sampler", "is_typed_seeds"]

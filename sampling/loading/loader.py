@@ -22,6 +22,7 @@ from spla.layout import chunk
 from sampling.loading.epochs import (MAX_EPOCH, PartShares, as_epoch, as_seeds, count_batches,
                                      cut, cut_epoch, fingerprint)
 from sampling.loading.features import FeatureStore
+from sampling.loading.hetero_loader import HeteroInputs, check_hetero_sampler, is_typed_seeds
 from sampling.loading.inputs import Inputs
 from sampling.loading.pipeline import Prefetcher, prefetch_allowed
 from sampling.samplers.base import Sampler, owned_batches
@@ -47,9 +48,14 @@ class NodeLoader:
     sampler : Sampler
         GraphSAGE, LADIES, FastGCN or any ``sampling.Sampler`` subclass, on
         a local graph (CPU or GPU) or a ``spla.DistMatrix``.
-    seeds : 1-D int array or boolean mask
+    seeds : 1-D int array or boolean mask, or (str, ids)
         The vertices to iterate (the training vertices, say): distinct ids
         in ``[0, n)``, or a boolean mask of length n (numpy, torch or cupy).
+        With a ``HeteroGraphSAGE``: a pair ``(vertex type, ids)``; the
+        minibatches are then ``HeteroMiniBatch`` objects whose ``x`` is a
+        dict by type (``features``: a dict of type -> array, default the
+        graph's) and whose ``y`` is ``{type: labels}`` (``labels``: a dict,
+        default the graph's; ``{}`` for none).
     batch_size : int
         Seeds per minibatch.  Larger than the number of seeds: one minibatch
         of all of them (refused with ``drop_last=True``).
@@ -109,6 +115,8 @@ class NodeLoader:
         The epoch that the next ``iter(loader)`` samples (see Notes).
     bulk : int
         Minibatches per ``sampler.sample`` call on each rank.
+    node_type : str or None
+        The seeds' vertex type (typed seeds), else None.
 
     The iterator of an epoch (``it = iter(loader)``) has ``it.epoch`` and
     ``it.stats``, a ``LoaderStats`` of what producing its bulks cost so far
@@ -219,21 +227,27 @@ class NodeLoader:
                  shuffle=True, drop_last=False, seed=0, bulk=None, memory_budget=None,
                  prefetch=0, device="cpu", comm=None, partition=None):
         func = "NodeLoader"
-        if not isinstance(sampler, Sampler):
+        typed = is_typed_seeds(seeds)
+        if not typed and not isinstance(sampler, Sampler):
             # No communicator can be known without a sampler: a local error.
             fail(DTypeError, func, "sampler", "a sampling.Sampler (GraphSAGE, LADIES, "
-                 "FastGCN or a subclass)", describe(sampler))
+                 "FastGCN or a subclass), or a HeteroGraphSAGE with (type, ids) seeds",
+                 describe(sampler))
+        self.node_type, n = (check_hetero_sampler(func, sampler, seeds) if typed
+                              else (None, sampler.num_nodes))
         comm = _comm_of(func, sampler, features, comm)
         self.sampler = sampler
         self.comm = comm
         self._lock = threading.Lock()
         self._next_epoch = 0
         with C.collective_checks(comm):
-            self._check_args(func, seeds, batch_size, shuffle, drop_last, seed, prefetch,
-                             partition)
+            self._check_args(func, seeds[1] if typed else seeds, n, batch_size, shuffle,
+                             drop_last, seed, prefetch, partition)
             per_rank, self.memory_budget = self._bulk_option(
                 func, bulk, memory_budget, min(self.batch_size, int(self._seeds.size)))
-            self._inputs = Inputs(func, sampler.num_nodes, features, labels, device)
+            self._inputs = (HeteroInputs(func, sampler.G, self.node_type, features, labels,
+                                         device) if typed
+                            else Inputs(func, n, features, labels, device))
         self.device = self._inputs.device
         if comm is not None:
             per_rank = self._agree(func, per_rank, bulk)
@@ -252,16 +266,20 @@ class NodeLoader:
                 # A local sampler and a replicated store are their own twins.
                 self._bg = (sampler.dup(), F.dup() if self._inputs.kind == "store" else F)
 
-    def _check_args(self, func, seeds, batch_size, shuffle, drop_last, seed, prefetch,
+    def _check_args(self, func, seeds, n, batch_size, shuffle, drop_last, seed, prefetch,
                     partition):
         """The epoch's arguments, checked (collectively under MPI)."""
-        self._seeds = as_seeds(func, seeds, self.sampler.num_nodes)
+        self._seeds = as_seeds(func, seeds, n)
         N = int(self._seeds.size)
         self.batch_size = as_int(func, "batch_size", batch_size, minimum=1)
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
         self.seed = as_u64(func, "seed", seed)
         self.prefetch = as_int(func, "prefetch", prefetch, minimum=0)
+        if self.prefetch and self.comm is not None and not hasattr(self.sampler, "dup"):
+            fail(InvalidValue, func, "prefetch", f"0 under MPI for a "
+                 f"{type(self.sampler).__name__} (it has no dup() to sample on a duplicated "
+                 "communicator in the background)", self.prefetch)
         self._p = 1 if self.comm is None else self.comm.Get_size()
         self._shares = None
         if partition is not None:
@@ -406,9 +424,9 @@ class NodeLoader:
 
     def _positions(self, k, rank):
         """Positions, in a bulk of ``k``, of the minibatches ``rank`` samples and trains."""
-        D = self.sampler.D
-        if D is not None:
-            return owned_batches(k, D.layout, rank, self.sampler.by_process_row)
+        dist = _distribution(self.sampler)
+        if dist is not None:
+            return owned_batches(k, dist[1], rank, dist[2])
         return list(range(*chunk(k, self._p, rank)))
 
     def _sample_bulk(self, epoch, batches, ids, sampler, features):
@@ -419,12 +437,13 @@ class NodeLoader:
         minibatches, the seconds sampling and the seconds gathering.
         """
         t0 = time.perf_counter()
-        if self.comm is not None and sampler.D is None:
+        if self.comm is not None and _distribution(sampler) is None:
             # A local sampler samples only this rank's minibatches: the draws
             # are keyed by batch id, so they are those of the whole bulk.
             ids = [ids[i] for i in self._positions(len(ids), self.comm.Get_rank())]
+        typed = {} if self.node_type is None else {"node_type": self.node_type}
         mbs = sampler.sample([batches[i] for i in ids], seed=self.seed, epoch=epoch,
-                             batch_ids=ids) if ids else []
+                             batch_ids=ids, **typed) if ids else []
         t1 = time.perf_counter()
         xs = self._inputs.gather_x([mb.input_nodes for mb in mbs], features)
         ys = self._inputs.gather_y([mb.seeds for mb in mbs])
@@ -539,17 +558,28 @@ class _EpochIterator:
         return self._worker.join(timeout)
 
 
-def _comm_of(func, sampler, features, comm):
-    """The loader's communicator: the DistMatrix's, a given one, or a partitioned store's."""
-    D = sampler.D
-    if comm is not None and comm.Get_size() == 1:
-        comm = None if D is None else comm
+def _distribution(sampler):
+    """(comm, layout, by_process_row) of a sampler on distributed matrices, else None."""
+    D = getattr(sampler, "D", None)
     if D is not None:
-        if comm is not None and comm.Compare(D.comm) not in (C.mpi().IDENT,
-                                                             C.mpi().CONGRUENT):
+        return D.comm, D.layout, sampler.by_process_row
+    mats = getattr(sampler, "mats", None)
+    if getattr(sampler, "comm", None) is not None and mats:
+        return sampler.comm, mats[0].layout, False   # HeteroGraphSAGE: node-wise
+    return None
+
+
+def _comm_of(func, sampler, features, comm):
+    """The loader's communicator: the sampler's, a given one, or a partitioned store's."""
+    dist = _distribution(sampler)
+    if comm is not None and comm.Get_size() == 1:
+        comm = None if dist is None else comm
+    if dist is not None:
+        if comm is not None and comm.Compare(dist[0]) not in (C.mpi().IDENT,
+                                                              C.mpi().CONGRUENT):
             fail(LayoutError, func, "comm", "None or the communicator of the sampler's "
-                 "DistMatrix", f"another communicator (of {comm.Get_size()} rank(s))")
-        return D.comm
+                 "distributed graph", f"another communicator (of {comm.Get_size()} rank(s))")
+        return dist[0]
     if comm is not None:
         return comm
     if isinstance(features, FeatureStore) and not features.replicated:
@@ -561,8 +591,8 @@ def _part_shares(func, loader, partition):
     from spla.partition import Partition
     if not isinstance(partition, Partition):
         fail(DTypeError, func, "partition", "a spla.partition.Partition", describe(partition))
-    D = loader.sampler.D
-    c = 1 if D is None else D.layout.c
+    dist = _distribution(loader.sampler)
+    c = 1 if dist is None else dist[1].c
     if partition.parts * c != loader._p:
         fail(LayoutError, func, "partition", f"{loader._p // c} part(s) (p / c for {loader._p} "
              f"rank(s), replication {c})", f"{partition.parts} parts")

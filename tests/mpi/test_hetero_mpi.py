@@ -81,3 +81,26 @@ def test_dist_embedding_matches_single_process(comm):
     assert torch.allclose(dist.weight.detach(), ref.weight.detach()[s:e], atol=1e-6)
     empty = dist(np.zeros(0, np.int64)) if r == 0 else dist(ids_of(r))   # a rank with no ids
     assert empty.shape[1] == dim
+
+
+def test_node_loader_over_distributed_relations(comm):
+    """NodeLoader with (type, ids) seeds runs the homogeneous epoch loop: every rank the
+    same number of steps, step s of rank r minibatch s * p + r, each the one-process one."""
+    pytest.importorskip("torch")
+    import numpy as np
+    from sampling import NodeLoader
+    G = mag_dataset(6).to_undirected()
+    train = G.split("train", "paper")
+    D = _distributed(G, comm, "1d", 1, False)
+    loader = NodeLoader(HeteroGraphSAGE(D, [3, 2]), ("paper", train), 8, bulk=2, seed=7)
+    ref = HeteroGraphSAGE(G, [3, 2])
+    mbs = list(loader)
+    p, r = comm.Get_size(), comm.Get_rank()
+    assert len(set(comm.allgather(len(mbs)))) == 1 and len(mbs) == len(loader)
+    assert [m.index for m in mbs] == [s * p + r for s in range(len(mbs))]
+    seen = np.concatenate(comm.allgather(np.concatenate([m.seeds for m in mbs])))
+    assert sorted(seen.tolist()) == sorted(train.tolist())
+    for m in mbs[:2]:
+        want, = ref.sample([m.seeds], node_type="paper", seed=7, epoch=0, batch_ids=[m.index])
+        assert m == want
+        assert np.array_equal(m.y["paper"].numpy(), G.y["paper"][m.seeds])

@@ -221,13 +221,19 @@ def test_errors():
 
 def test_loader_bulk_independent_and_features():
     pytest.importorskip("torch")
-    from sampling.loading.hetero_loader import HeteroNodeLoader, is_typed_seeds
+    from sampling import NodeLoader
+    from sampling.loading.hetero_loader import is_typed_seeds
+
+    def epoch(loader, e):
+        loader.set_epoch(e)
+        return list(loader)
+
     G = mag_dataset(6).to_undirected()
     s = HeteroGraphSAGE(G, [3, 2])
     train = G.split("train", "paper")
     assert is_typed_seeds(("paper", train))
-    one = list(HeteroNodeLoader(s, ("paper", train), 7, bulk=1).epoch(2))
-    many = list(HeteroNodeLoader(s, ("paper", train), 7, bulk=5).epoch(2))
+    one = epoch(NodeLoader(s, ("paper", train), 7, bulk=1), 2)
+    many = epoch(NodeLoader(s, ("paper", train), 7, bulk=5, prefetch=2), 2)
     assert len(one) == len(many) == -(-train.size // 7)
     assert all(a == b for a, b in zip(one, many))
     assert sorted(np.concatenate([m.seeds for m in one]).tolist()) == sorted(train.tolist())
@@ -235,16 +241,16 @@ def test_loader_bulk_independent_and_features():
         for t, v in mb.input_nodes.items():
             assert np.array_equal(mb.x[t].numpy(), G.x[t][v])
         assert np.array_equal(mb.y["paper"].numpy(), G.y["paper"][mb.seeds])
-    loader = HeteroNodeLoader(s, ("paper", train), 7)
+    loader = NodeLoader(s, ("paper", train), 7)
     e0, e1 = [m.seeds.tolist() for m in loader], [m.seeds.tolist() for m in loader]
     assert e0 != e1                                           # a new shuffle per epoch
-    ordered = HeteroNodeLoader(s, ("paper", train), 7, shuffle=False, drop_last=True)
-    assert [m.seeds.tolist() for m in ordered.epoch(0)][0] == train[:7].tolist()
+    ordered = NodeLoader(s, ("paper", train), 7, shuffle=False, drop_last=True)
+    assert [m.seeds.tolist() for m in epoch(ordered, 0)][0] == train[:7].tolist()
     assert len(ordered) == train.size // 7
 
 
 def test_loader_errors():
-    from sampling.loading.hetero_loader import HeteroNodeLoader
+    from sampling import NodeLoader as HeteroNodeLoader
     G = mag_dataset(5).to_undirected()
     s = HeteroGraphSAGE(G, [2])
     with pytest.raises(spla.InvalidValue, match="labels"):
