@@ -6,8 +6,10 @@ minibatches, ranks' steps and bulks), ``inputs`` (a loader's features and
 labels, checked and gathered per bulk), ``features`` (``FeatureStore``, the
 facade over ``feature_storage``: replicated or 1.5D rows and their fetch,
 ``feature_cache``: the hot-row cache, and ``labels``: labels and splits),
+``ranks`` (which ranks iterate together, and their seeds under a partition),
 ``pipeline`` (``Prefetcher``: bounded lookahead in a background thread)
-and ``hetero_loader`` (seeds of one vertex type of a ``HeteroGraph``).
+and ``hetero_loader`` (the inputs of seeds of one vertex type of a
+``HeteroGraph``).
 """
 
 from sampling.loading.features import FeatureStore

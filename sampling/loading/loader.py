@@ -16,15 +16,15 @@ from dataclasses import dataclass
 
 from spla import comm as C
 from spla.checks import as_int, as_u64, describe, fail
-from spla.exceptions import DTypeError, InvalidValue, LayoutError
+from spla.exceptions import DTypeError, InvalidValue
 from spla.layout import chunk
 
-from sampling.loading.epochs import (MAX_EPOCH, PartShares, as_epoch, as_seeds, count_batches,
-                                     cut, cut_epoch, fingerprint)
-from sampling.loading.features import FeatureStore
+from sampling.loading.epochs import (MAX_EPOCH, as_epoch, as_seeds, count_batches, cut,
+                                     cut_epoch, fingerprint)
 from sampling.loading.hetero_loader import HeteroInputs, check_hetero_sampler, is_typed_seeds
 from sampling.loading.inputs import Inputs
 from sampling.loading.pipeline import Prefetcher, prefetch_allowed
+from sampling.loading.ranks import comm_of, distribution, part_shares, show_args
 from sampling.samplers.base import Sampler, owned_batches
 from sampling.samplers.batches import BulkPlanner, epoch_batches, step_major_bulks
 
@@ -235,7 +235,7 @@ class NodeLoader:
                  describe(sampler))
         self.node_type, n = (check_hetero_sampler(func, sampler, seeds) if typed
                               else (None, sampler.num_nodes))
-        comm = _comm_of(func, sampler, features, comm)
+        comm = comm_of(func, sampler, features, comm)
         self.sampler = sampler
         self.comm = comm
         self._lock = threading.Lock()
@@ -283,7 +283,7 @@ class NodeLoader:
         self._p = 1 if self.comm is None else self.comm.Get_size()
         self._shares = None
         if partition is not None:
-            self._shares = _part_shares(func, self, partition)
+            self._shares = part_shares(func, self, partition)
             self._num_batches = self._shares.num_batches
         else:
             self._num_batches = count_batches(func, N, self.batch_size, self._p,
@@ -298,7 +298,7 @@ class NodeLoader:
                      [int(self._seeds.size), fp >> 32, fp & 0xFFFFFFFF, self.batch_size,
                       int(self.shuffle), int(self.drop_last), self.seed >> 32,
                       self.seed & 0xFFFFFFFF, -1 if bulk is None else per_rank, budget],
-                     show=_show_args)
+                     show=show_args)
         if self.memory_budget is not None:
             # Each rank's estimate reads its own block of the graph.
             per_rank = C.agree_min(self.comm, per_rank)
@@ -424,7 +424,7 @@ class NodeLoader:
 
     def _positions(self, k, rank):
         """Positions, in a bulk of ``k``, of the minibatches ``rank`` samples and trains."""
-        dist = _distribution(self.sampler)
+        dist = distribution(self.sampler)
         if dist is not None:
             return owned_batches(k, dist[1], rank, dist[2])
         return list(range(*chunk(k, self._p, rank)))
@@ -437,7 +437,7 @@ class NodeLoader:
         minibatches, the seconds sampling and the seconds gathering.
         """
         t0 = time.perf_counter()
-        if self.comm is not None and _distribution(sampler) is None:
+        if self.comm is not None and distribution(sampler) is None:
             # A local sampler samples only this rank's minibatches: the draws
             # are keyed by batch id, so they are those of the whole bulk.
             ids = [ids[i] for i in self._positions(len(ids), self.comm.Get_rank())]
@@ -556,56 +556,6 @@ class _EpochIterator:
             return True
         self._worker.stop(wait=False)
         return self._worker.join(timeout)
-
-
-def _distribution(sampler):
-    """(comm, layout, by_process_row) of a sampler on distributed matrices, else None."""
-    D = getattr(sampler, "D", None)
-    if D is not None:
-        return D.comm, D.layout, sampler.by_process_row
-    mats = getattr(sampler, "mats", None)
-    if getattr(sampler, "comm", None) is not None and mats:
-        return sampler.comm, mats[0].layout, False   # HeteroGraphSAGE: node-wise
-    return None
-
-
-def _comm_of(func, sampler, features, comm):
-    """The loader's communicator: the sampler's, a given one, or a partitioned store's."""
-    dist = _distribution(sampler)
-    if comm is not None and comm.Get_size() == 1:
-        comm = None if dist is None else comm
-    if dist is not None:
-        if comm is not None and comm.Compare(dist[0]) not in (C.mpi().IDENT,
-                                                              C.mpi().CONGRUENT):
-            fail(LayoutError, func, "comm", "None or the communicator of the sampler's "
-                 "distributed graph", f"another communicator (of {comm.Get_size()} rank(s))")
-        return dist[0]
-    if comm is not None:
-        return comm
-    if isinstance(features, FeatureStore) and not features.replicated:
-        return features.comm
-    return None
-
-
-def _part_shares(func, loader, partition):
-    from spla.partition import Partition
-    if not isinstance(partition, Partition):
-        fail(DTypeError, func, "partition", "a spla.partition.Partition", describe(partition))
-    dist = _distribution(loader.sampler)
-    c = 1 if dist is None else dist[1].c
-    if partition.parts * c != loader._p:
-        fail(LayoutError, func, "partition", f"{loader._p // c} part(s) (p / c for {loader._p} "
-             f"rank(s), replication {c})", f"{partition.parts} parts")
-    return PartShares(func, loader._seeds, partition, loader._p, c, loader.batch_size,
-                      loader.drop_last)
-
-
-def _show_args(v):
-    v = v.tolist()
-    return (f"{v[0]} seeds (fingerprint {(v[1] << 32) | v[2]:#x}), batch_size {v[3]}, "
-            f"shuffle={bool(v[4])}, drop_last={bool(v[5])}, seed {(v[6] << 32) | v[7]}, "
-            f"bulk {'None' if v[8] < 0 else v[8]}, "
-            f"memory_budget {'None' if v[9] < 0 else v[9]}")
 
 
 __all__ = ["NodeLoader", "LoaderStats", "DEFAULT_BULK", "MAX_EPOCH", "cut_epoch"]
