@@ -189,9 +189,9 @@ def _ewise(func, A, B, union, code, structural_result):
     K = backend.kernels_for(A.device)
     ptr, idx, val = K.ewise.ewise(A.indptr, A.indices, a_val, a_hv, B.indptr, B.indices,
                                   b_val, b_hv, union, code, A.xp.ones(1, dt))
-    from spla.matrix import _narrow_indices
+    from spla.arrays import narrow_indices
     structural = structural_result or (not given)
-    return Matrix._new(ptr, _narrow_indices(idx, A.ncols), None if structural else val, A.shape)
+    return Matrix._new(ptr, narrow_indices(idx, A.ncols), None if structural else val, A.shape)
 
 
 def ewise_add(A, B, monoid="plus", *, mask=None, out=None, accum=None, replace=False):

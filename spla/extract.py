@@ -2,7 +2,8 @@
 
 from spla import backend
 from spla.checks import as_index_array
-from spla.matrix import Matrix, _narrow_indices
+from spla.arrays import narrow_indices
+from spla.matrix import Matrix
 from spla.mxm import as_matrix
 
 
@@ -62,7 +63,7 @@ def extract(A, rows=None, cols=None, *, mask=None, out=None, accum=None, replace
         cols = A.xp.asarray(cols)
         ptr, idx, vals, _ = K.extract.extract_cols(ptr, idx, vals, hv, cols, A.ncols)
         ncols = cols.size
-        idx = _narrow_indices(idx, ncols)
+        idx = narrow_indices(idx, ncols)
     T = Matrix._new(ptr, idx, vals if hv else None, (nrows, ncols))
     return _written(func, T, mask, out, accum, replace)
 
@@ -154,4 +155,4 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
         fail(InvalidCSR, func, "cols", "distinct columns within each group",
              f"column {int(cols[first_dup])} repeated at position {first_dup}")
     vals = None if A.values is None else A.values[src]
-    return Matrix._new(ptr, _narrow_indices(idx, cols.size), vals, (rows.size, cols.size))
+    return Matrix._new(ptr, narrow_indices(idx, cols.size), vals, (rows.size, cols.size))

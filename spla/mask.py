@@ -37,7 +37,8 @@ import numpy as np
 
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
-from spla.matrix import Matrix, _narrow_indices
+from spla.arrays import narrow_indices
+from spla.matrix import Matrix
 from spla.util import row_ids
 from spla.vector import Vector
 
@@ -149,7 +150,7 @@ def rebuild(like, keys, vals):
     n = np.int64(max(ncols, 1))
     rows = keys // n
     ptr = xp.searchsorted(rows, xp.arange(nrows + 1, dtype=np.int64)).astype(np.int64)
-    return Matrix._new(ptr, _narrow_indices(keys % n, ncols), vals, (nrows, ncols))
+    return Matrix._new(ptr, narrow_indices(keys % n, ncols), vals, (nrows, ncols))
 
 
 def ones_if_none(xp, vals, n):

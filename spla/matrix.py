@@ -17,44 +17,11 @@ GPU.  Operators run the kernels of that device.
 import numpy as np
 
 from spla import backend
+from spla.arrays import as_xp_array, checked_csr, narrow_indices, readonly, widen_values
+from spla.checks import as_index_array, as_shape, describe, fail, value_dtype
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidCSR, InvalidValue
+from spla.optional import require
 from spla.util import row_ids
-from spla.checks import (INDEX_DTYPES, as_index_array, as_int, as_shape, describe,
-                         fail, index_dtype, value_dtype)
-from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
-                             InvalidCSR, InvalidValue)
-
-
-
-def _readonly(a):
-    # Host arrays only: cupy has no read-only flag (and arrays standing in
-    # for cupy's must stay writable, as device arrays are).
-    if backend.device_of(a) == backend.CPU and a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
-
-
-def _widen_values(func, arg, values):
-    """Values converted to a supported dtype without losing information.
-
-    None for boolean values (a structural matrix); a DTypeError naming
-    ``func`` and ``arg`` for dtypes that cannot be held exactly (complex,
-    uint64 above the int64 range, objects).
-    """
-    dtype = np.dtype(values.dtype)
-    if dtype in (np.float32, np.float64, np.int32, np.int64):
-        return values
-    if dtype == np.bool_:
-        return None
-    if dtype.kind == "f":
-        return values.astype(np.float64)  # long double: the widest float the kernels take
-    if dtype.kind in "iu" and dtype.itemsize < 8:
-        return values.astype(np.int64)
-    if dtype == np.uint64 and (values.size == 0 or int(values.max()) <= np.iinfo(np.int64).max):
-        return values.astype(np.int64)
-    fail(DTypeError, func, arg,
-         "real values (float16/32/64, integers that fit in int64, or bool for a pattern)",
-         f"dtype {dtype}")
 
 
 class Matrix:
@@ -99,9 +66,9 @@ class Matrix:
     def _new(cls, indptr, indices, values, shape):
         """Unchecked constructor for internal use: arrays must be canonical."""
         self = object.__new__(cls)
-        self._indptr = _readonly(indptr)
-        self._indices = _readonly(indices)
-        self._values = None if values is None else _readonly(values)
+        self._indptr = readonly(indptr)
+        self._indices = readonly(indices)
+        self._values = None if values is None else readonly(values)
         self._shape = (int(shape[0]), int(shape[1]))
         self._cache = {}
         return self
@@ -149,15 +116,15 @@ class Matrix:
                [6., 0.]])
         """
         func = "Matrix.from_csr"
-        xp, indptr = _array(indptr)
-        _, indices = _array(indices, like=xp)
+        xp, indptr = as_xp_array(indptr)
+        _, indices = as_xp_array(indices, like=xp)
         if values is not None:
-            _, values = _array(values, like=xp)
+            _, values = as_xp_array(values, like=xp)
         if copy:
             indptr, indices = indptr.copy(), indices.copy()
             values = None if values is None else values.copy()
         if check:
-            return _checked_csr(func, xp, indptr, indices, values, shape)
+            return cls._new(*checked_csr(func, xp, indptr, indices, values, shape))
         if shape is None:
             shape = (indptr.size - 1, int(indices.max()) + 1 if indices.size else 0)
         return cls._new(indptr, indices, values, shape)
@@ -191,8 +158,8 @@ class Matrix:
         func = "Matrix.from_coo"
         if duplicates not in ("sum", "error"):
             fail(InvalidValue, func, "duplicates", "'sum' or 'error'", repr(duplicates))
-        xp, r = _array(rows)
-        _, c = _array(cols, like=xp)
+        xp, r = as_xp_array(rows)
+        _, c = as_xp_array(cols, like=xp)
         if r.ndim != 1 or c.ndim != 1 or r.size != c.size:
             fail(DimensionMismatch, func, "rows/cols", "1-D arrays of equal length",
                  f"{describe(r)} and {describe(c)}")
@@ -203,7 +170,7 @@ class Matrix:
         c = as_index_array(func, "cols", c, ncols)
         hv = values is not None
         if hv:
-            _, values = _array(values, like=xp)
+            _, values = as_xp_array(values, like=xp)
             if values.ndim != 1 or values.size != r.size:
                 fail(DimensionMismatch, func, "values", f"a 1-D array of length {r.size}",
                      describe(values))
@@ -215,7 +182,7 @@ class Matrix:
         if first_dup >= 0 and duplicates == "error":
             fail(InvalidCSR, func, "rows/cols", "distinct coordinates",
                  f"a repeat of ({int(r[first_dup])}, {int(c[first_dup])}) at position {first_dup}")
-        return cls._new(ptr, _narrow_indices(idx, ncols), val if hv else None,
+        return cls._new(ptr, narrow_indices(idx, ncols), val if hv else None,
                         (nrows, ncols))
 
     @classmethod
@@ -297,62 +264,9 @@ class Matrix:
         >>> Matrix.from_edge_index([[0, 0], [1, 1]], duplicates="sum").values
         array([2])
         """
-        func = "Matrix.from_edge_index"
-        if flow not in ("source_to_target", "target_to_source"):
-            fail(InvalidValue, func, "flow", "'source_to_target' or 'target_to_source'",
-                 repr(flow))
-        if duplicates not in ("error", "sum", "keep-first"):
-            fail(InvalidValue, func, "duplicates", "'error', 'sum' or 'keep-first'",
-                 repr(duplicates))
-        xp, ei = _array(_from_torch(func, "edge_index", edge_index))
-        if ei.ndim != 2 or ei.shape[0] != 2:
-            fail(DimensionMismatch, func, "edge_index", "an array of shape (2, E)", describe(ei))
-        if ei.dtype.kind not in "iu" and not (ei.size == 0 and ei.dtype.kind == "f"):
-            fail(DTypeError, func, "edge_index", "integer vertex ids", describe(ei))
-        E = int(ei.shape[1])
-        if ei.dtype.kind == "u" and E and int(ei.max()) > np.iinfo(np.int64).max:
-            fail(IndexOutOfRange, func, "edge_index", "ids below 2**63", int(ei.max()))
-        ei = ei.astype(np.int64, copy=False)
-        if E and int(ei.min()) < 0:
-            r, c = (int(v[0]) for v in xp.nonzero(ei < 0))
-            fail(IndexOutOfRange, func, "edge_index", "non-negative vertex ids",
-                 f"{int(ei[r, c])} at edge_index[{r}, {c}]")
-        if num_nodes is None:
-            n = int(ei.max()) + 1 if E else 0
-        else:
-            n = as_int(func, "num_nodes", num_nodes, minimum=0)
-            if E and int(ei.max()) >= n:
-                r, c = (int(v[0]) for v in xp.nonzero(ei >= n))
-                fail(IndexOutOfRange, func, "edge_index", f"vertex ids below num_nodes = {n}",
-                     f"{int(ei[r, c])} at edge_index[{r}, {c}]")
-        hv = values is not None
-        if hv:
-            _, values = _array(_from_torch(func, "values", values), like=xp)
-            if values.ndim != 1 or values.size != E:
-                fail(DimensionMismatch, func, "values", f"a 1-D array of length {E}",
-                     describe(values))
-            values = _widen_values(func, "values", values)
-            hv = values is not None
-        if hv and values.dtype.kind == "f" and E:
-            bad = ~xp.isfinite(values)
-            if bool(bad.any()):
-                p = int(xp.flatnonzero(bad)[0])
-                fail(InvalidValue, func, "values", "finite values (no NaN or inf)",
-                     f"{float(values[p])} at position {p}")
-        rows, cols = (ei[1], ei[0]) if flow == "source_to_target" else (ei[0], ei[1])
-        if duplicates == "sum" and not hv:
-            values, hv = xp.ones(E, np.int64), True  # the count of each edge
-        K = backend.kernels_for(backend.device_of(rows))
-        vals = values if hv else xp.zeros(0, np.float64)
-        ptr, idx, val, first_dup = K.csr.coo_to_csr(rows, cols, vals, hv, n,
-                                                   duplicates == "sum")
-        if first_dup >= 0 and duplicates == "error":
-            p, q = _first_repeat(backend.to_host(rows), backend.to_host(cols))
-            fail(InvalidValue, func, "edge_index",
-                 "distinct edges (or duplicates='sum' / 'keep-first')",
-                 f"edge_index[:, {p}] = ({int(ei[0, p])}, {int(ei[1, p])}), "
-                 f"a repeat of edge_index[:, {q}]")
-        return cls._new(ptr, _narrow_indices(idx, n), val if hv else None, (n, n))
+        from spla.edge_index import edge_index_csr
+        ptr, idx, val, n = edge_index_csr(edge_index, num_nodes, values, flow, duplicates)
+        return cls._new(ptr, narrow_indices(idx, n), val, (n, n))
 
     @classmethod
     def from_scipy(cls, S, *, structural=False):
@@ -378,7 +292,7 @@ class Matrix:
         if not S.has_canonical_format:
             S = S.copy()
             S.sum_duplicates()
-        values = None if structural else _widen_values("Matrix.from_scipy", "S", S.data)
+        values = None if structural else widen_values("Matrix.from_scipy", "S", S.data)
         return cls.from_csr(S.indptr.astype(np.int64), S.indices, values, S.shape)
 
     @classmethod
@@ -396,11 +310,11 @@ class Matrix:
         >>> Matrix.from_dense(np.eye(2)).nnz
         2
         """
-        xp, D = _array(D)
+        xp, D = as_xp_array(D)
         if D.ndim != 2:
             fail(DimensionMismatch, "Matrix.from_dense", "D", "a 2-D array", describe(D))
         r, c = xp.nonzero(D)
-        vals = None if structural else _widen_values("Matrix.from_dense", "D", D[r, c])
+        vals = None if structural else widen_values("Matrix.from_dense", "D", D[r, c])
         return cls.from_coo(r, c, vals, D.shape)
 
     @classmethod
@@ -501,7 +415,7 @@ class Matrix:
         array([2., 3.])
         """
         func = "Matrix.with_values"
-        _, values = _array(values, like=self.xp)
+        _, values = as_xp_array(values, like=self.xp)
         if values.ndim != 1 or values.size != self.nnz:
             fail(DimensionMismatch, func, "values", f"a 1-D array of length {self.nnz}",
                  describe(values))
@@ -554,7 +468,7 @@ class Matrix:
     def to_cupyx(self):
         """A ``cupyx.scipy.sparse.csr_matrix`` on the GPU."""
         backend.require_cupy("Matrix.to_cupyx")
-        import cupyx.scipy.sparse as csp
+        csp = require("cupyx.scipy.sparse", what="Matrix.to_cupyx", extra="gpu")
         m = self.to("cuda")
         vals = m.xp.ones(m.nnz, np.float64) if m.values is None else m.values
         if vals.dtype.kind in "iu":
@@ -637,91 +551,3 @@ class Matrix:
     # Operator syntax (``A @ B``, ``A.T``, ``A[rows, cols]``) is bound by
     # spla.sugar, above the operator modules, so this module imports none
     # of them (no import cycle: matrix <- mxm/structure/extract <- sugar).
-
-
-def _array(x, like=None):
-    """(xp, array) keeping cupy arrays on the GPU and numpy-ing the rest."""
-    dev = backend.device_of(x)
-    if dev == "cuda":
-        import cupy
-        return cupy, x
-    if like is not None and like is not np:
-        return like, like.asarray(x)
-    return np, np.asarray(x)
-
-
-def _from_torch(func, arg, x):
-    """A torch tensor as a numpy array (CPU) or a cupy array (CUDA, via DLPack); else x."""
-    if type(x).__module__.split(".")[0] != "torch" or not hasattr(x, "device"):
-        return x
-    if x.device.type == "cuda":
-        cp = backend.require_cupy(f"{func} (argument {arg!r} is a CUDA tensor)")
-        return cp.from_dlpack(x.detach())
-    return x.detach().cpu().numpy()
-
-
-def _first_repeat(rows, cols):
-    """(p, q): the first position p whose (row, col) already occurred, at q < p."""
-    order = np.lexsort((cols, rows))  # stable: equal pairs keep their input order
-    r, c = rows[order], cols[order]
-    same = np.zeros(order.size, bool)
-    same[1:] = (r[1:] == r[:-1]) & (c[1:] == c[:-1])
-    start = np.maximum.accumulate(np.where(same, 0, np.arange(order.size)))
-    k = np.flatnonzero(same)
-    k = k[np.argmin(order[k])]
-    return int(order[k]), int(order[start[k]])
-
-
-def _narrow_indices(idx, ncols):
-    """int32 column indices when they fit (halves memory traffic), else int64."""
-    return idx.astype(index_dtype(ncols), copy=False)
-
-
-def _checked_csr(func, xp, indptr, indices, values, shape):
-    if indptr.ndim != 1 or indptr.size < 1:
-        fail(InvalidCSR, func, "indptr", "a 1-D array of length nrows + 1", describe(indptr))
-    if indptr.dtype.kind not in "iu":
-        fail(DTypeError, func, "indptr", "an integer array", describe(indptr))
-    if indices.ndim != 1 or (indices.size and indices.dtype.kind not in "iu"):
-        fail(DTypeError, func, "indices", "a 1-D integer array", describe(indices))
-    indptr = indptr.astype(np.int64, copy=False)
-    nrows = indptr.size - 1
-    if shape is None:
-        shape = (nrows, int(indices.max()) + 1 if indices.size else 0)
-    nrows_s, ncols = as_shape(func, shape)
-    if nrows_s != nrows:
-        fail(DimensionMismatch, func, "indptr", f"length {nrows_s + 1} for shape {shape}",
-             f"length {indptr.size}")
-    if int(indptr[0]) != 0:
-        fail(InvalidCSR, func, "indptr", "an array starting at 0", f"indptr[0] = {int(indptr[0])}")
-    if nrows and bool((indptr[1:] < indptr[:-1]).any()):
-        pos = int(xp.flatnonzero(indptr[1:] < indptr[:-1])[0])
-        fail(InvalidCSR, func, "indptr", "a non-decreasing array",
-             f"indptr[{pos + 1}] = {int(indptr[pos + 1])} < indptr[{pos}] = {int(indptr[pos])}")
-    if int(indptr[-1]) != indices.size:
-        fail(InvalidCSR, func, "indices", f"length indptr[-1] = {int(indptr[-1])}",
-             f"length {indices.size}")
-    if values is not None:
-        if values.ndim != 1 or values.size != indices.size:
-            fail(InvalidCSR, func, "values", f"a 1-D array of length {indices.size}",
-                 describe(values))
-        value_dtype(func, "values", values.dtype)
-    if indices.dtype not in INDEX_DTYPES:
-        indices = indices.astype(np.int64)
-    if indices.dtype == np.int32 and index_dtype(ncols) != np.int32:
-        fail(DTypeError, func, "indices", "int64 indices for more than 2**31 - 1 columns",
-             "int32")
-    if indices.size:
-        lo, hi = int(indices.min()), int(indices.max())
-        if lo < 0:
-            fail(IndexOutOfRange, func, "indices", "non-negative column indices", lo)
-        if hi >= ncols:
-            fail(IndexOutOfRange, func, "indices", f"column indices below {ncols}", hi)
-    K = backend.kernels_for(backend.device_of(indptr))
-    bad = int(K.csr.first_unsorted(indptr, indices))
-    if bad >= 0:
-        fail(InvalidCSR, func, "indices",
-             "strictly increasing column indices within each row (canonical CSR; "
-             "Matrix.from_coo sorts and sums duplicates)",
-             f"{int(indices[bad])} after {int(indices[bad - 1])} at entry {bad}")
-    return Matrix._new(indptr, indices, values, (nrows, ncols))

@@ -139,7 +139,7 @@ class BinaryOp:
         ``i``, ``j`` are the row and column ids of the entries, needed by the
         positional operators only.
         """
-        from spla.backend import device_of, to_host
+        from spla.backend import device_of, kernels_for, to_host, xp_of
         if self.positional is not None:
             k = i if self.positional in ("firsti", "secondi") else j
             return _as_value_dtype(k if k is not None else np.zeros(len(a), np.int64))
@@ -150,15 +150,14 @@ class BinaryOp:
         jit = self._compiled(func, np.dtype(a.dtype), np.dtype(b.dtype))
         on_gpu = device_of(a) == "cuda"
         ha, hb = (to_host(a), to_host(b)) if on_gpu else (a, b)
-        from kernels.cpu.vector import map_pairs
+        map_pairs = kernels_for("cpu").vector.map_pairs
         if ha.size == 0:
             out = np.zeros(0, np.result_type(ha.dtype, hb.dtype))
         else:
             out = map_pairs(ha, hb, jit, np.empty(ha.size, np.asarray(jit(ha[0], hb[0])).dtype))
         out = _as_value_dtype(out)
         if on_gpu:
-            import cupy
-            out = cupy.asarray(out)
+            out = xp_of("cuda").asarray(out)
         return out
 
 

@@ -10,12 +10,11 @@ operator) expand the products as arrays and reduce each output entry's run
 with the monoid's ufunc: memory O(products), the price of generality.
 """
 
-import importlib
-
 import numpy as np
 
 from spla import backend
-from spla.matrix import Matrix, _narrow_indices
+from spla.arrays import narrow_indices
+from spla.matrix import Matrix
 from spla.util import row_ids
 
 _UFUNCS = {"plus": np.add, "times": np.multiply, "min": np.minimum, "max": np.maximum,
@@ -23,9 +22,8 @@ _UFUNCS = {"plus": np.add, "times": np.multiply, "min": np.minimum, "max": np.ma
 
 
 def masked_kernels(device):
-    """The ``masked`` kernel module of a device (imported on first use)."""
-    K = backend.kernels_for(device)
-    return importlib.import_module(K.__name__ + ".masked")
+    """The ``masked`` kernel module of a device, through spla's one dispatch point."""
+    return backend.kernels_for(device).masked
 
 
 def _ids(X, use_rows):
@@ -108,7 +106,7 @@ def _masked_spgemm(A, B, sr, av, bv, out_dt, mask):
     counts = xp.bincount(row_ids(M.indptr)[hit], minlength=M.nrows) if M.nnz else \
         xp.zeros(M.nrows, np.int64)
     ptr = xp.concatenate([xp.zeros(1, np.int64), xp.cumsum(counts).astype(np.int64)])
-    return Matrix._new(ptr, _narrow_indices(M.indices[hit], B.ncols),
+    return Matrix._new(ptr, narrow_indices(M.indices[hit], B.ncols),
                        None if out_dt is None else out_val[hit], (A.nrows, B.ncols))
 
 
@@ -186,7 +184,7 @@ def generic_product(A, B, sr, av, bv):
     rv = _as_value_dtype(rv)
     n = np.int64(max(B.ncols, 1))
     ptr = xp.searchsorted(rk // n, xp.arange(A.nrows + 1, dtype=np.int64)).astype(np.int64)
-    C = Matrix._new(ptr, _narrow_indices(rk % n, B.ncols),
+    C = Matrix._new(ptr, narrow_indices(rk % n, B.ncols),
                     None if sr.structural else rv, (A.nrows, B.ncols))
     return C.to("cuda") if on_gpu else C
 
@@ -209,5 +207,5 @@ def _kernel_product(A, B, sr, av, bv, out_dt):
         ptr, idx, val = K.spgemm.spgemm(A.indptr, A.indices, a_val, a_hv, B.indptr,
                                         B.indices, b_val, b_hv, B.ncols, sr.monoid.code,
                                         sr.mul_code, one)
-    return Matrix._new(ptr, _narrow_indices(idx, B.ncols),
+    return Matrix._new(ptr, narrow_indices(idx, B.ncols),
                        None if out_dt is None else val, (A.nrows, B.ncols))

@@ -191,8 +191,7 @@ def _entries_upper_bound(P, fused):
 def _memory_limit(device):
     """Bytes this device can hold at most (physical memory, or the GPU's)."""
     if device == "cuda":
-        import cupy
-        return int(cupy.cuda.Device().mem_info[1])
+        return int(backend.xp_of(device).cuda.Device().mem_info[1])
     import os
     try:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))

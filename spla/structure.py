@@ -11,7 +11,8 @@ from spla import backend
 from spla.checks import describe, fail
 from spla.util import indptr_from_counts, row_ids
 from spla.exceptions import DimensionMismatch, InvalidValue
-from spla.matrix import Matrix, _narrow_indices
+from spla.arrays import narrow_indices
+from spla.matrix import Matrix
 from spla.mxm import as_matrix
 
 
@@ -33,7 +34,7 @@ def transpose(A):
     new_idx = row_ids(A.indptr)[order]
     counts = xp.bincount(A.indices, minlength=A.ncols) if A.nnz else xp.zeros(A.ncols, np.int64)
     vals = None if A.values is None else A.values[order]
-    return Matrix._new(indptr_from_counts(counts), _narrow_indices(new_idx, A.nrows),
+    return Matrix._new(indptr_from_counts(counts), narrow_indices(new_idx, A.nrows),
                        vals, (A.ncols, A.nrows))
 
 
@@ -59,7 +60,7 @@ def _concat(mats, col_offsets, shape):
     if mats[0].values is not None:
         dt = np.result_type(*[m.dtype for m in mats])
         vals = xp.concatenate([m.values.astype(dt, copy=False) for m in mats])
-    return Matrix._new(ptr.astype(np.int64), _narrow_indices(idx, shape[1]), vals, shape)
+    return Matrix._new(ptr.astype(np.int64), narrow_indices(idx, shape[1]), vals, shape)
 
 
 def vstack(mats):
@@ -126,7 +127,7 @@ def compact_columns(A):
         # columns instead of allocating anything of the column count.
         kept, idx = xp.unique(A.indices.astype(np.int64), return_inverse=True)
         idx = idx.reshape(-1).astype(np.int64)
-    return (Matrix._new(A.indptr, _narrow_indices(idx, kept.size), A.values,
+    return (Matrix._new(A.indptr, narrow_indices(idx, kept.size), A.values,
                         (A.nrows, int(kept.size))), kept)
 
 
@@ -214,7 +215,7 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
              f"column {int(first[first_dup])} repeated at position {first_dup}")
     vals = None if A.values is None else K.extract.take(A.values, perm)
     ncols = int(kept_ptr[-1])
-    return (Matrix._new(A.indptr, _narrow_indices(out_idx, ncols), vals, (A.nrows, ncols)),
+    return (Matrix._new(A.indptr, narrow_indices(out_idx, ncols), vals, (A.nrows, ncols)),
             kept, kept_ptr)
 
 

@@ -11,7 +11,8 @@ import numpy as np
 from spla import backend
 from spla.checks import as_index_array, as_int, describe, fail, value_dtype
 from spla.exceptions import DimensionMismatch
-from spla.matrix import Matrix, _array, _readonly, _widen_values
+from spla.arrays import as_xp_array, readonly, widen_values
+from spla.matrix import Matrix
 
 
 class Vector:
@@ -46,8 +47,8 @@ class Vector:
     @classmethod
     def _new(cls, indices, values, size):
         self = object.__new__(cls)
-        self._indices = _readonly(indices)
-        self._values = None if values is None else _readonly(values)
+        self._indices = readonly(indices)
+        self._values = None if values is None else readonly(values)
         self._size = int(size)
         return self
 
@@ -70,13 +71,13 @@ class Vector:
         array([5., 3.])
         """
         func = "Vector.from_coo"
-        xp, idx = _array(indices)
+        xp, idx = as_xp_array(indices)
         if idx.ndim != 1:
             fail(DimensionMismatch, func, "indices", "a 1-D array", describe(idx))
         n = (int(idx.max()) + 1 if idx.size else 0) if size is None else \
             as_int(func, "size", size, minimum=0)
         if values is not None:
-            _, v = _array(values, like=xp)
+            _, v = as_xp_array(values, like=xp)
             if v.ndim != 1 or v.size != idx.size:
                 fail(DimensionMismatch, func, "values", f"a 1-D array of length {idx.size}",
                      describe(v))
@@ -98,11 +99,11 @@ class Vector:
         >>> Vector.from_dense(np.array([0.0, 2.0, 0.0])).indices
         array([1])
         """
-        xp, d = _array(d)
+        xp, d = as_xp_array(d)
         if d.ndim != 1:
             fail(DimensionMismatch, "Vector.from_dense", "d", "a 1-D array", describe(d))
         idx = xp.flatnonzero(d).astype(np.int64)
-        vals = None if structural else _widen_values("Vector.from_dense", "d", d[idx])
+        vals = None if structural else widen_values("Vector.from_dense", "d", d[idx])
         return cls._new(idx, vals, d.size)
 
     @classmethod
@@ -121,8 +122,8 @@ class Vector:
         """This vector as a 1 x size matrix (shares the arrays)."""
         xp = self.xp
         ptr = xp.asarray([0, self.nvals], dtype=np.int64)
-        from spla.matrix import _narrow_indices
-        return Matrix._new(ptr, _narrow_indices(self._indices, self._size), self._values,
+        from spla.arrays import narrow_indices
+        return Matrix._new(ptr, narrow_indices(self._indices, self._size), self._values,
                            (1, self._size))
 
     def _as_col(self):

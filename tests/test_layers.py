@@ -233,7 +233,7 @@ def test_backend_leak_finder_finds_planted_leaks(tmp_path):
 
 #: Modules that import an optional dependency themselves: ``spla.optional`` (the
 #: home), and files of other work in progress that still do (to move to it).
-OPTIONAL_IMPORT_ALLOWED = {"spla.optional", "spla.sample", "spla.matrix", "spla.operators"}
+OPTIONAL_IMPORT_ALLOWED = {"spla.optional"}
 OPTIONAL_MODULES = ("cupy", "cupyx", "torch", "mpi4py", "pymetis")
 
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from spla import comm as C
 from spla.dist.wire import allgather_rows, row_block_list, wire_int
-from spla.matrix import Matrix, _narrow_indices
+from spla.arrays import narrow_indices
+from spla.matrix import Matrix
 from spla.util import indptr_from_counts
 
 #: the strategies of ``fetch_rows``; the first is the default
@@ -65,7 +66,7 @@ def exchange_rows(D, want, owner):
     # Requests went out grouped by owner in ascending order, and each owner
     # answers in request order: the rows come back in the order of ``want``.
     return Matrix._new(indptr_from_counts(got_lens.astype(np.int64)),
-                       _narrow_indices(got_idx, D.ncols), got_vals, (got_lens.size, D.ncols))
+                       narrow_indices(got_idx, D.ncols), got_vals, (got_lens.size, D.ncols))
 
 
 def fetch_direct(D, rows):
@@ -95,7 +96,7 @@ def fetch_direct(D, rows):
     vals = None
     if A.values is not None:
         vals = np.concatenate([fetched.values[:before], own.values, fetched.values[before:]])
-    return (Matrix._new(indptr_from_counts(lens), _narrow_indices(idx, D.ncols), vals,
+    return (Matrix._new(indptr_from_counts(lens), narrow_indices(idx, D.ncols), vals,
                         (rows.size, D.ncols)), rows)
 
 

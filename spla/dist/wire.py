@@ -12,7 +12,8 @@ from spla import comm as C
 from spla.backend import to_host
 from spla.checks import index_dtype
 from spla.extract import extract
-from spla.matrix import Matrix, _narrow_indices
+from spla.arrays import narrow_indices
+from spla.matrix import Matrix
 from spla.util import indptr_from_counts
 
 #: message tags of a point-to-point CSR block (head, indptr, indices, values)
@@ -93,7 +94,7 @@ def allgather_rows(comm, M, op, ncols):
     vals = None
     if M.values is not None:
         vals, _ = C.allgatherv(comm, M.values, op)
-    return Matrix._new(indptr_from_counts(lens.astype(np.int64)), _narrow_indices(idx, ncols),
+    return Matrix._new(indptr_from_counts(lens.astype(np.int64)), narrow_indices(idx, ncols),
                        vals, (lens.size, ncols))
 
 
