@@ -20,7 +20,7 @@ import sys
 from dataclasses import fields
 
 from sampling.train.launch import launcher_rank
-from sampling.train.options import (BNS_MODELS, CACHE_POLICIES, DEVICES, FEATURE_LAYOUTS,
+from sampling.train.options import (BNS_MODELS, CACHE_POLICIES, MODELS, DEVICES, FEATURE_LAYOUTS,
                                     GRAPH_MODES, MODES, PARTITIONS, SAMPLERS, SPLITS, TrainOptions,
                                     UsageError, check_options, is_ogb_name)
 
@@ -103,16 +103,16 @@ def _show_bytes(n):
     return str(n)
 
 
-_DATASETS = ("cora, citeseer, rmat:SCALE (SCALE from 1 to 30), ogbn-NAME or a path to an "
-             ".npz file")
+_DATASETS = ("cora, citeseer, rmat:SCALE (SCALE from 1 to 30), mag:SCALE (heterogeneous), "
+             "ogbn-NAME or a path to an .npz file")
 
 
 def _dataset_name(text):
     key = text.strip().lower()
     if key in ("cora", "citeseer"):
         return key
-    m = re.fullmatch(r"rmat:(\d+)", key)
-    if m and 1 <= int(m.group(1)) <= 30:
+    m = re.fullmatch(r"(rmat|mag):(\d+)", key)
+    if m and 1 <= int(m.group(2)) <= 30:
         return key
     if re.fullmatch(r"ogbn-[a-z0-9][a-z0-9_-]*", key):
         return key
@@ -207,18 +207,21 @@ def _mode_arguments(p, d):
                    help="--mode bns only: probability of keeping each boundary vertex in an "
                         "epoch (1: exact full-graph training, 0: no boundary communication)"
                         + _default(f"{d.boundary_keep:g}"))
-    p.add_argument("--model", choices=BNS_MODELS,
-                   help="--mode bns only: the model trained on the whole graph"
-                        + _default(d.model))
+    p.add_argument("--model", choices=MODELS,
+                   help="--mode bns: the model trained on the whole graph, gcn (the "
+                        "default) or sage; a heterogeneous dataset (mag:SCALE, ogbn-mag): "
+                        "rgcn (R-GCN, the default there)")
 
 
 def _data_arguments(p, d):
     """Options of the dataset."""
     p.add_argument("--dataset", type=_dataset_name, metavar="NAME",
                    help="cora or citeseer (embedded), rmat:SCALE (seeded synthetic graph "
-                        "with planted communities, 2**SCALE vertices), ogbn-NAME (an OGB "
-                        "node-property dataset, downloaded to --root) or a path to an .npz "
-                        "file in the embedded graphs' format" + _default(d.dataset))
+                        "with planted communities, 2**SCALE vertices), mag:SCALE (seeded "
+                        "heterogeneous graph with OGB MAG's schema; trains R-GCN), "
+                        "ogbn-NAME (an OGB node-property dataset, downloaded to --root; "
+                        "ogbn-mag is heterogeneous) or a path to an .npz file in the "
+                        "embedded graphs' format" + _default(d.dataset))
     p.add_argument("--root", type=_directory, metavar="DIR",
                    help="ogbn-* datasets only: where they are downloaded and read (default: "
                         "$SPLA_DATA, else ~/.cache/spla-sampling)")
@@ -308,6 +311,9 @@ def _model_arguments(p, d):
                    help="Adam learning rate" + _default(d.lr))
     p.add_argument("--weight-decay", type=_nonneg_float, metavar="WD",
                    help="Adam weight decay (L2 penalty)" + _default(d.weight_decay))
+    p.add_argument("--num-bases", type=_positive_int, metavar="B",
+                   help="--model rgcn only: shared weight bases of R-GCN's relations "
+                        "(default: one per relation, no sharing)")
     p.add_argument("--hidden", type=_positive_int, metavar="H",
                    help="hidden width of the built-in models (two layers or more)"
                         + _default(d.hidden))
@@ -335,18 +341,19 @@ def _run_arguments(p, d):
     shown.add_argument("--no-progress", dest="progress", action="store_false", default=None,
                        help="never show the progress bar")
 
+
 def _check_given(given):
     """Refuse options given on the command line that do not apply to the run."""
     d = TrainOptions()
     bns = given.get("mode", d.mode) == "bns"
-    for name in ("model", "boundary_keep"):
-        if name in given and not bns:
-            raise UsageError(f"--{name.replace('_', '-')} applies to --mode bns (full-graph "
-                             "BNS-GCN training); drop it or add --mode bns")
+    if not bns and ("boundary_keep" in given or given.get("model") in BNS_MODELS):
+        what = "--boundary-keep" if "boundary_keep" in given else f"--model {given['model']}"
+        raise UsageError(f"{what} applies to --mode bns (full-graph BNS-GCN training); drop "
+                         "it or add --mode bns")
     if bns:
         for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk",
                      "memory_budget", "graph", "replication", "split", "feature_cache",
-                     "cache_policy", "prefetch", "features", "device", "plot"):
+                     "cache_policy", "prefetch", "features", "device", "plot", "num_bases"):
             if name in given:
                 raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
                                  "--mode bns trains the whole graph (no sampler, "

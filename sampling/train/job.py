@@ -83,7 +83,7 @@ def run_bns(opts, comm=None, out=None):
     with using_threads(threads, opts.threads or 1):
         with C.collective_checks(comm):
             ds = _load(opts)
-        trainer = BNSTrainer(ds, comm, model=opts.model, boundary_keep=opts.boundary_keep,
+        trainer = BNSTrainer(ds, comm, model=opts.model or "gcn", boundary_keep=opts.boundary_keep,
                              partition=opts.partition, hidden=opts.hidden,
                              layers=opts.layers or 2, dropout=opts.dropout, lr=opts.lr,
                              weight_decay=opts.weight_decay, seed=opts.seed)

@@ -19,6 +19,8 @@ SPLITS = ("global", "part")  # how the training vertices are spread over the ran
 PHASES = ("sample", "fetch", "fwd/bwd", "allreduce", "eval")
 MODES = ("sampled", "bns")  # minibatch training on samples / BNS-GCN full-graph training
 BNS_MODELS = ("gcn", "sage")  # the models of --mode bns (sampling.train.bns.BNSModel)
+HETERO_MODELS = ("rgcn",)  # the models of a heterogeneous dataset (sampling.models.RGCN)
+MODELS = BNS_MODELS + HETERO_MODELS
 # Epochs when none are given: full-graph training (one step per epoch) needs
 # many more than minibatch training (BNS-GCN on Cora: 0.64 test accuracy
 # after 20 epochs, 0.82 after 200).
@@ -58,7 +60,7 @@ class TrainOptions:
     ``epochs`` defaults to 20 (200 with ``mode='bns'``, whose epoch is
     one full-graph step).
     ``mode='bns'`` trains the whole graph partition-parallel instead
-    (BNS-GCN, ``sampling.train.bns``): ``model`` ('gcn' or 'sage'),
+    (BNS-GCN, ``sampling.train.bns``): ``model`` ('gcn', the default, or 'sage'),
     ``boundary_keep`` (q in [0, 1]), ``partition``, ``layers`` (default 2),
     ``hidden``, ``dropout``, ``lr``, ``weight_decay``, ``epochs``,
     ``seed``, ``threads`` and the dataset apply; the sampler's options do
@@ -101,7 +103,8 @@ class TrainOptions:
     prefetch: int = 0
     features: str = "rows"
     mode: str = "sampled"
-    model: str = "gcn"
+    model: Optional[str] = None
+    num_bases: Optional[int] = None
     boundary_keep: float = 1.0
 
     def __post_init__(self):
@@ -165,10 +168,16 @@ def check_options(opts, *, sizes=True):
 
 def _check_sampled(opts, sizes):
     """The minibatch mode's own choices: sampler, device, depth."""
-    if opts.model != "gcn" or opts.boundary_keep != 1.0:
-        what = "--model" if opts.model != "gcn" else "--boundary-keep"
+    if opts.model in BNS_MODELS or opts.boundary_keep != 1.0:
+        what = f"--model {opts.model}" if opts.model in BNS_MODELS else "--boundary-keep"
         raise UsageError(f"{what} applies to --mode bns (full-graph BNS-GCN training); "
                          "drop it or add --mode bns")
+    if opts.model not in (None,) + HETERO_MODELS:
+        raise UsageError(f"unknown model {opts.model!r}; use rgcn (a heterogeneous dataset) "
+                         "or, with --mode bns, gcn or sage")
+    if opts.num_bases is not None and (isinstance(opts.num_bases, bool) or not isinstance(
+            opts.num_bases, numbers.Integral) or opts.num_bases < 1):
+        raise UsageError(f"--num-bases must be a positive integer; got {opts.num_bases!r}")
     if opts.sampler not in SAMPLERS:
         raise UsageError(f"unknown sampler {opts.sampler!r}; use one of {', '.join(SAMPLERS)}")
     if opts.graph not in GRAPH_MODES:
@@ -229,7 +238,7 @@ def _check_features(opts):
 
 def _check_bns(opts):
     """The checks of ``mode='bns'``: its own options, and none of the sampler's."""
-    if opts.model not in BNS_MODELS:
+    if opts.model not in (None,) + BNS_MODELS:
         raise UsageError(f"unknown model {opts.model!r} for --mode bns; use gcn or sage")
     q = opts.boundary_keep
     if (isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 <= q <= 1):
@@ -238,7 +247,7 @@ def _check_bns(opts):
     d = TrainOptions()
     for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk", "memory_budget",
                  "graph", "replication", "split", "feature_cache", "cache_policy",
-                 "prefetch", "features", "device", "plot"):
+                 "prefetch", "features", "device", "plot", "num_bases"):
         if getattr(opts, name) != getattr(d, name):
             raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
                              "--mode bns trains the whole graph (no sampler, minibatches "

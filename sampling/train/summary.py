@@ -6,6 +6,8 @@ newcomer needs (one process holding a partitioned graph, a prefetch with
 nothing to overlap).
 """
 
+import sys
+
 
 def describe_run(trainer):
     """One paragraph: the dataset, and what the run uses (sampler, model, layout, threads).
@@ -64,4 +66,28 @@ def describe_run(trainer):
 
 
 
-__all__ = ["describe_run"]
+def progress_bar(show, total, epoch):
+    """A tqdm bar on stderr over the epoch's steps (rank 0), or None."""
+    if not show:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    # leave=False: the bar is cleared when closed, before the epoch's row
+    # is printed, so the table stays clean.
+    return tqdm(total=total, desc=f"epoch {epoch + 1}", unit="minibatch",
+                file=sys.stderr, leave=False)
+
+
+def wants_progress(progress):
+    """``progress`` if set, else whether stderr (where the bar goes) is a terminal."""
+    if progress is not None:
+        return bool(progress)
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
+__all__ = ["describe_run", "progress_bar", "wants_progress"]

@@ -18,7 +18,6 @@ while it builds, trains or evaluates, and the caller's come back after.
 """
 
 import contextlib
-import sys
 import time
 
 import numpy as np
@@ -31,11 +30,13 @@ from spla.exceptions import DTypeError
 from sampling.train.build import (check_cuda, check_logits, check_model, check_sampler,
                                   dense_features, features_of, load_dataset, make_partition,
                                   make_sampler, make_store, plan_bulk, sampler_kind)
+from sampling.train.hetero import build_hetero, homogeneous_only, is_hetero
 from sampling.train.launch import default_threads, using_threads, world_comm
 from sampling.train.state import RunState
 from sampling.train.options import PHASES, TrainOptions, UsageError, check_options
 from sampling.train.report import format_row, header
 from sampling.train.stats import EpochStats, bytes_by_phase
+from sampling.train.summary import progress_bar, wants_progress
 from sampling.train.step import GradientSync, broadcast_model
 
 _EVAL_STREAM = {"val": 1 << 40, "test": (1 << 40) + 1}  # fixed epochs of the eval draws
@@ -154,7 +155,7 @@ class Trainer:
         self.given_model = model is not None
         self._state = RunState(torch, self.device, self.threads, self.torch_threads)
         self._model_checked = False
-        self._show_progress = self.rank == 0 and _wants_progress(opts.progress)
+        self._show_progress = self.rank == 0 and wants_progress(opts.progress)
         self.history = []
         with using_threads(self.threads, self.torch_threads):
             self._build(dataset, sampler, model)
@@ -171,11 +172,20 @@ class Trainer:
             if opts.graph == "partitioned" and self.size % opts.replication:
                 raise UsageError(f"--replication {opts.replication} must divide the number "
                                  f"of ranks ({self.size})")
-            features = features_of(ds)
-            if sampler is not None:
-                check_sampler(opts, self.comm, sampler, ds)
-            if model is not None:
-                check_model(self.torch, model)
+            self.hetero_target = None
+            if is_hetero(ds):
+                self.dataset = ds
+                net = build_hetero(self, ds, sampler, model)
+            else:
+                homogeneous_only(opts)
+                features = features_of(ds)
+                if sampler is not None:
+                    check_sampler(opts, self.comm, sampler, ds)
+                if model is not None:
+                    check_model(self.torch, model)
+        if self.hetero_target is not None:
+            self._adopt_model(net)
+            return
         self.dataset = ds
         self.num_classes = ds.num_classes
         kind = self._place_graph(ds, sampler)
@@ -235,6 +245,11 @@ class Trainer:
                 model = model_for(kind, self.store.num_features, opts.hidden,
                                   self.num_classes, self.depth, opts.dropout)
             self._save_rng()
+        self._adopt_model(model)
+
+    def _adopt_model(self, model):
+        """The model on the device, identical on every rank, with its optimizer."""
+        opts = self.opts
         self.model = model.to(self.device)
         self._net = self.model  # the model as built or given (before any P3 wrapper)
         broadcast_model(self.torch, self.comm, self.model)
@@ -254,6 +269,12 @@ class Trainer:
     def _loader(self, seeds, *, shuffle, prefetch=0, fetch=True):
         """A ``NodeLoader`` over ``seeds`` with the run's sampler, features and ranks."""
         from sampling.loading.loader import NodeLoader
+        if self.hetero_target is not None:
+            # The graph's per-type features and labels (NodeLoader's default).
+            return NodeLoader(self.sampler, (self.hetero_target, seeds), self.minibatch_size,
+                              labels=None if fetch else {}, shuffle=shuffle,
+                              seed=self.opts.seed, bulk=self.bulk, prefetch=prefetch,
+                              device=self.device)
         features = None
         if fetch and not self.columns:
             features = self._x_all if self._x_all is not None else self.store
@@ -349,15 +370,22 @@ class Trainer:
         step[self.rank] = mb
         return step
 
+    def _labels(self, mb):
+        """The labels of ``mb``'s seeds (of the labelled type on a heterogeneous graph)."""
+        return mb.y if self.hetero_target is None else mb.y[self.hetero_target]
+
     def _cache_fraction(self):
         return 0.0 if self.columns else self.store.cache_fraction
 
     def _cache_stats(self):
-        return None if self.columns else self.store.cache_stats()
+        return None if self._cache_fraction() == 0 else self.store.cache_stats()
 
     def _forward(self, mb, step=None):
         """The logits of ``mb`` (``step``: every rank's minibatch, with P3's columns)."""
-        out = self.model(step) if self.columns else self.model(mb.x, mb)
+        if self.hetero_target is not None:
+            out = self.model(mb)
+        else:
+            out = self.model(step) if self.columns else self.model(mb.x, mb)
         if not self._model_checked:
             check_logits(self.torch, out, mb, self.num_classes, type(self.model).__name__)
         return out
@@ -374,8 +402,8 @@ class Trainer:
             t["fetch"] += shared - t0
             t0 = shared
         with self._first_forward():
-            loss = self.torch.nn.functional.cross_entropy(self._forward(mb, step), mb.y,
-                                                          reduction="sum")
+            loss = self.torch.nn.functional.cross_entropy(self._forward(mb, step),
+                                                          self._labels(mb), reduction="sum")
             loss.backward()
             step_loss = float(loss.detach())
         t1 = time.perf_counter()
@@ -395,19 +423,6 @@ class Trainer:
         # op=None: scalars for the report are not part of the training step's bytes.
         return C.allreduce_array(self.comm, np.asarray(values, np.float64), op, None)
 
-    def _progress_bar(self, total, epoch):
-        """A tqdm bar on stderr over the epoch's steps (rank 0), or None."""
-        if not self._show_progress:
-            return None
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            return None
-        # leave=False: the bar is cleared when closed, before the epoch's row
-        # is printed, so the table stays clean.
-        return tqdm(total=total, desc=f"epoch {epoch + 1}", unit="minibatch",
-                    file=sys.stderr, leave=False)
-
     # -- training and evaluation --------------------------------------------------
     def train_epoch(self, epoch):
         """Collective: one epoch of bulk-sampled training; returns ``EpochStats``."""
@@ -422,7 +437,7 @@ class Trainer:
         self.train_loader.set_epoch(epoch)
         it = None
         with C.counting() as moved:
-            bar = self._progress_bar(len(self.train_loader), epoch)
+            bar = progress_bar(self._show_progress, len(self.train_loader), epoch)
             try:
                 # Inside the try: Ctrl-C right after the prefetch thread
                 # starts must still stop it (the finally below).
@@ -514,7 +529,7 @@ class Trainer:
                     step = self._step_inputs(mb) if self.columns else None
                     with self._first_forward():
                         pred = self._forward(mb, step).argmax(dim=1)
-                    correct += int((pred == mb.y).sum())
+                    correct += int((pred == self._labels(mb)).sum())
                     total += mb.batch_size
         finally:
             self.model.train(was_training)
@@ -561,16 +576,6 @@ def _mark_prefetch_stuck(exc):
         exc.prefetch_stuck = True
     except Exception:  # noqa: BLE001 - an exception type that refuses attributes
         pass
-
-
-def _wants_progress(progress):
-    """``progress`` if set, else whether stderr (where the bar goes) is a terminal."""
-    if progress is not None:
-        return bool(progress)
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # a replaced or closed stream
-        return False
 
 
 __all__ = ["Trainer", "EpochStats"]

@@ -97,3 +97,20 @@ def test_parameters_and_losses_do_not_depend_on_the_bulk(comm, graph):
         runs.append((trainer.parameter_checksum(), stats.loss, stats.steps,
                      trainer.evaluate("val")))
     assert runs[0] == runs[1] == runs[2] == runs[3], runs
+
+
+@pytest.mark.parametrize("graph", ["replicated", "partitioned"])
+def test_rgcn_on_a_heterogeneous_graph_same_on_every_rank_for_any_bulk(comm, graph):
+    """--dataset mag:SCALE under mpiexec: the relations distributed, one epoch loop, the
+    parameters identical on every rank and independent of the bulk."""
+    pytest.importorskip("torch")
+    from sampling.train import TrainOptions, Trainer
+    runs = []
+    for bulk in (comm.size, 3 * comm.size):
+        opts = TrainOptions(dataset="mag:7", epochs=1, graph=graph, threads=1, hidden=8,
+                            bulk=bulk, batch_size=32)
+        trainer = Trainer(opts, comm)
+        stats = trainer.train_epoch(0)
+        runs.append((trainer.parameter_checksum(), stats.loss, trainer.evaluate("val")))
+    assert runs[0] == runs[1], runs
+    assert len({str(r) for r in comm.allgather(runs[0])}) == 1

@@ -299,7 +299,7 @@ def test_main_job_bns_mode(capsys):
     (["--mode", "bns", "--boundary-keep", "1.5"], "argument --boundary-keep: expected a "
                                                   "fraction in [0, 1], got '1.5'"),
     (["--boundary-keep", "0.5"], "--boundary-keep applies to --mode bns"),
-    (["--model", "sage"], "--model applies to --mode bns"),
+    (["--model", "sage"], "--model sage applies to --mode bns"),
     (["--mode", "bns", "--fanouts", "5,5"], "--fanouts applies to --mode sampled"),
     (["--mode", "bns", "--graph", "partitioned"], "--graph applies to --mode sampled"),
 ])
