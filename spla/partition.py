@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from spla.backend import to_host
 from spla.checks import as_int, as_u64, describe, fail, xp_array
 from spla.elementwise import ewise_add, select
-from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
 from spla.random import permutation
 from spla.layout import chunk_bounds
 from spla.matrix import Matrix
@@ -188,12 +188,16 @@ def metis(A, parts, *, seed=0, imbalance=1.03, vertex_weights=None):
     imbalance : float, default 1.03
         The largest part weight METIS allows, over the mean (METIS's
         ``ufactor`` is ``1000 * (imbalance - 1)``, rounded), ``>= 1.001``.
-    vertex_weights : array_like of int, shape (n,), optional
+    vertex_weights : array_like of int, shape (n,) or (n, k), optional
         Non-negative integer weights whose per-part sums are balanced
         instead of vertex counts: e.g. ``1 + degree`` to balance the rows'
         entries as well, or ``1 + k * is_train`` to spread the training
-        vertices.  (One constraint: pymetis 2025.2 does not pass several
-        weight columns to METIS correctly.)
+        vertices.  With ``k`` columns, METIS balances every column at once
+        (multi-constraint partitioning, ``ncon = k``): each column's
+        largest part stays within ``imbalance`` times its mean, where METIS
+        finds such a partition (e.g. one column per vertex type, one for
+        the training vertices).  Columns that are all zero constrain
+        nothing and are dropped.
 
     Returns
     -------
@@ -206,13 +210,19 @@ def metis(A, parts, *, seed=0, imbalance=1.03, vertex_weights=None):
     InvalidValue
         Bad ``parts``, ``seed``, ``imbalance`` or ``vertex_weights``.
     DimensionMismatch
-        ``A`` is not square, or weights of the wrong length.
+        ``A`` is not square, or weights of the wrong shape.
+    DTypeError
+        Weights that are not integers.
 
     Notes
     -----
     Always METIS's k-way algorithm (``METIS_PartGraphKway``): recursive
     bisection applies the tolerance at every level, so its parts may
-    exceed ``imbalance``.
+    exceed ``imbalance``.  pymetis (2025.2) always tells METIS there is
+    one constraint, so several weight columns are passed to the METIS
+    library inside pymetis' extension module directly, through ctypes;
+    a pymetis build that does not export METIS with 64-bit indices gets
+    ``MissingDependency`` for ``k > 1``.
 
     Examples
     --------
@@ -226,6 +236,14 @@ def metis(A, parts, *, seed=0, imbalance=1.03, vertex_weights=None):
     >>> P = metis(A, 2, seed=1)
     >>> sorted(P.sizes.tolist()), P.edge_cut(A)
     ([3, 3], 2)
+
+    Two constraints: every part gets three vertices and one of the two
+    marked ones (0 and 3):
+
+    >>> W = np.stack([np.ones(6, np.int64), np.isin(np.arange(6), [0, 3])], axis=1)
+    >>> Q = metis(A, 2, seed=1, vertex_weights=W.astype(np.int64))
+    >>> np.bincount(Q.part, weights=W[:, 1]).tolist()
+    [1.0, 1.0]
     """
     func = "partition.metis"
     if isinstance(A, Matrix):
@@ -250,7 +268,14 @@ def metis(A, parts, *, seed=0, imbalance=1.03, vertex_weights=None):
     S = A.to("cpu").structure()
     S = select(ewise_add(S, transpose(S), "any"), "offdiag")
     pymetis = _import_pymetis(func)
-    opts = pymetis.Options(seed=seed, ufactor=int(round((float(imbalance) - 1) * 1000)))
+    ufactor = int(round((float(imbalance) - 1) * 1000))
+    if weights is not None and weights.ndim == 2:
+        used = weights[:, weights.any(axis=0)]
+        if used.shape[1] > 1:
+            membership = _kway_multi(func, S, used, parts, seed, ufactor)
+            return Partition(membership, parts, method="metis")
+        weights = np.ascontiguousarray(used[:, 0] if used.shape[1] else weights[:, 0])
+    opts = pymetis.Options(seed=seed, ufactor=ufactor)
     # int64 is the index type of pymetis' wheels (no copy); a build with
     # 32-bit indices converts.
     graph = pymetis.CSRAdjacency(np.ascontiguousarray(S.indptr, np.int64),
@@ -262,18 +287,77 @@ def metis(A, parts, *, seed=0, imbalance=1.03, vertex_weights=None):
 
 
 def _vertex_weights(func, w, n):
-    """int64 weights, one per vertex (METIS's vwgt)."""
+    """int64 weights, one per vertex and constraint (METIS's vwgt), shape (n,) or (n, k)."""
     _, a = xp_array(w)
     a = to_host(a)
     if a.dtype.kind not in "iu":
         fail(DTypeError, func, "vertex_weights", "an integer array", describe(a))
-    if a.shape != (n,):
-        fail(DimensionMismatch, func, "vertex_weights", f"an array of shape ({n},)",
-             describe(a))
+    if not (a.shape == (n,) or (a.ndim == 2 and a.shape[0] == n and a.shape[1] >= 1)):
+        fail(DimensionMismatch, func, "vertex_weights",
+             f"an array of shape ({n},) or ({n}, k) with k >= 1", describe(a))
     if a.size and (int(a.min()) < 0 or int(a.max()) >= 2 ** 62):
         fail(InvalidValue, func, "vertex_weights", "integers in [0, 2**62)",
              f"{int(a.min())}..{int(a.max())}")
     return np.ascontiguousarray(a, np.int64)
+
+
+# METIS's option slots (METIS_NOPTIONS in metis.h 5.x) and return code.
+_METIS_NOPTIONS = 40
+_METIS_OK = 1
+
+
+def _metis_library(func):
+    """METIS's C entry points in pymetis' extension module, via ctypes.
+
+    pymetis links METIS statically and exports its symbols; the index
+    width is read off ``METIS_SetDefaultOptions``, which sets every option
+    to -1: with 64-bit indices all 40 int64 slots become -1, with 32-bit
+    ones only the first 20.
+    """
+    import ctypes
+    import importlib
+
+    _import_pymetis(func)
+    internal = importlib.import_module("pymetis._internal")
+    try:
+        lib = ctypes.CDLL(internal.__file__)
+        lib.METIS_PartGraphKway.restype = ctypes.c_int
+        probe = np.full(2 * _METIS_NOPTIONS, 7, np.int64)
+        lib.METIS_SetDefaultOptions(probe.ctypes.data_as(ctypes.c_void_p))
+    except (OSError, AttributeError):
+        probe = None
+    if probe is None or not (probe[:_METIS_NOPTIONS] == -1).all():
+        fail(MissingDependency, func, "vertex_weights",
+             "several weight columns: a pymetis whose extension exports METIS with "
+             "64-bit indices (the PyPI wheels)", "a pymetis build without it")
+    return lib, internal.options_indices
+
+
+def _kway_multi(func, S, weights, parts, seed, ufactor):
+    """``METIS_PartGraphKway`` with ``ncon = weights.shape[1]`` constraints."""
+    import ctypes
+
+    lib, opt = _metis_library(func)
+    n, ncon = weights.shape
+    options = np.full(2 * _METIS_NOPTIONS, -1, np.int64)
+    lib.METIS_SetDefaultOptions(options.ctypes.data_as(ctypes.c_void_p))
+    options[opt.SEED], options[opt.UFACTOR], options[opt.NUMBERING] = seed, ufactor, 0
+    arrays = [np.array([n], np.int64), np.array([ncon], np.int64),
+              np.ascontiguousarray(S.indptr, np.int64), np.ascontiguousarray(S.indices, np.int64),
+              np.ascontiguousarray(weights, np.int64), np.array([parts], np.int64)]
+    edgecut, part = np.zeros(1, np.int64), np.zeros(n, np.int64)
+    ptr = [a.ctypes.data_as(ctypes.c_void_p) for a in arrays]
+    # vsize, adjwgt, tpwgts and ubvec stay NULL: unit sizes and edge
+    # weights, equal parts, and ufactor's tolerance on every constraint.
+    with _METIS_LOCK:
+        info = lib.METIS_PartGraphKway(*ptr[:5], None, None, ptr[5], None, None,
+                                       options.ctypes.data_as(ctypes.c_void_p),
+                                       edgecut.ctypes.data_as(ctypes.c_void_p),
+                                       part.ctypes.data_as(ctypes.c_void_p))
+    if info != _METIS_OK:
+        fail(InvalidValue, func, "vertex_weights", "weights METIS can partition",
+             f"METIS_PartGraphKway error code {info}")
+    return part
 
 
 def _import_pymetis(func):
