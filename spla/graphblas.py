@@ -9,6 +9,8 @@ reads before touching a row, so a BFS step with ``mask=~visited.S`` never
 computes an entry it would drop.
 """
 
+import sys
+
 import numpy as np
 
 from spla import backend
@@ -28,6 +30,13 @@ def _vector(func, arg, u):
     if not isinstance(u, Vector):
         fail(DTypeError, func, arg, "a spla.Vector", describe(u))
     return u
+
+
+def _dist_module(A):
+    """``spla.dist`` when ``A`` is a DistMatrix (the product is then collective)."""
+    # A DistMatrix can only exist once spla.dist is imported: no import here.
+    dist = sys.modules.get("spla.dist")
+    return dist if dist is not None and isinstance(A, dist.DistMatrix) else None
 
 
 def _allow(xp, mask, n):
@@ -100,7 +109,8 @@ def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
 
     Parameters
     ----------
-    A : Matrix or MxmExpr, shape (m, n)
+    A : Matrix, MxmExpr or DistMatrix, shape (m, n)
+        A DistMatrix makes the call collective (``spla.dist.dist_mxv``).
     u : Vector of size n
     semiring : Semiring or str, default ``plus_times``
     mask, out, accum, replace
@@ -122,6 +132,9 @@ def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
     array([0., 3.])
     """
     func = "mxv"
+    dist = _dist_module(A)
+    if dist is not None:
+        return dist.dist_mxv(A, u, semiring, mask=mask, out=out, accum=accum, replace=replace)
     sr = as_semiring(func, semiring)
     A = as_matrix(func, "A", A)
     u = _vector(func, "u", u)
@@ -142,7 +155,8 @@ def vxm(u, A, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
     Parameters
     ----------
     u : Vector of size m
-    A : Matrix or MxmExpr, shape (m, n)
+    A : Matrix, MxmExpr or DistMatrix, shape (m, n)
+        A DistMatrix makes the call collective (``spla.dist.dist_vxm``).
     semiring : Semiring or str, default ``plus_times``
     mask, out, accum, replace
         As in ``spla.mxm``; the mask is a mask of a size-n Vector.
@@ -162,6 +176,9 @@ def vxm(u, A, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
     array([1, 2])
     """
     func = "vxm"
+    dist = _dist_module(A)
+    if dist is not None:
+        return dist.dist_vxm(u, A, semiring, mask=mask, out=out, accum=accum, replace=replace)
     sr = as_semiring(func, semiring)
     u = _vector(func, "u", u)
     A = as_matrix(func, "A", A)

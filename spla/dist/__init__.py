@@ -26,7 +26,10 @@ The package, by job:
 ``spla.dist.fetch``
     the row-fetch strategies (``'direct'``, ``'pooled'``);
 ``spla.dist.spgemm``
-    the 1.5D SpGEMM behind ``spla.mxm`` with distributed operands.
+    the 1.5D SpGEMM behind ``spla.mxm`` with distributed operands;
+``spla.dist.vector_ops``
+    ``spla.mxv``/``spla.vxm`` with a distributed matrix and a replicated
+    vector (bit-identical to the single-process products).
 
 Every message goes through ``spla.comm``.  See ``docs/distributed.rst``.
 
@@ -42,8 +45,9 @@ Examples
 from spla.dist.core import DistMatrix, distribute, fetch_rows
 from spla.dist.fetch import STRATEGIES
 from spla.dist.spgemm import dist_mxm
+from spla.dist.vector_ops import dist_mxv, dist_vxm
 from spla.dist.wire import row_block, row_block_list, wire_int
 from spla.layout import Layout, chunk, chunk_bounds
 
-__all__ = ["DistMatrix", "distribute", "fetch_rows", "dist_mxm", "STRATEGIES", "row_block",
+__all__ = ["DistMatrix", "distribute", "fetch_rows", "dist_mxm", "dist_mxv", "dist_vxm", "STRATEGIES", "row_block",
            "row_block_list", "wire_int", "chunk", "chunk_bounds", "Layout"]
