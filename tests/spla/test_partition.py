@@ -425,6 +425,81 @@ def test_metis_vertex_weights_are_balanced(pymetis):
     assert T.balance(S).imbalance["vertices"] <= 1.1
 
 
+def typed_community_graph(seed, k=4, size=60):
+    """A community graph whose rare type lives in communities 0 and 1 only,
+    with random training vertices: one weight column per type and one for
+    training (the balance a heterogeneous partition asks for)."""
+    S, labels = community_graph(k=k, size=size, seed=seed)
+    rng = np.random.default_rng(seed + 100)
+    rare = (labels < 2) & (rng.random(labels.size) < 0.5)
+    train = rng.random(labels.size) < 0.3
+    W = np.stack([~rare, rare, train], axis=1).astype(np.int64)
+    return S, W
+
+
+def per_part(P, W):
+    return np.stack([np.bincount(P.part, weights=W[:, j], minlength=P.parts)
+                     for j in range(W.shape[1])], axis=1)
+
+
+@SETTINGS
+@given(st.integers(0, 2 ** 20), st.sampled_from([2, 3, 4]))
+def test_metis_balances_every_weight_column(pymetis, seed, parts):
+    # At the default tolerance; METIS's multi-constraint refinement can
+    # overshoot looser ones (1.1) by a few percent (see metis' Notes).
+    imbalance = 1.03
+    S, W = typed_community_graph(seed)
+    P = metis(S, parts, seed=seed % 2 ** 31, imbalance=imbalance, vertex_weights=W)
+    sums = per_part(P, W)
+    assert sums.sum(axis=0).tolist() == W.sum(axis=0).tolist()
+    # METIS's tolerance, plus one vertex's share: a part can hold only whole vertices.
+    bound = imbalance + parts / W.sum(axis=0) + 0.02
+    ratio = sums.max(axis=0) / sums.mean(axis=0)
+    assert (ratio <= bound).all(), (ratio, bound, sums)
+
+
+def test_metis_one_constraint_does_not_balance_the_types(pymetis):
+    # The control for the test above: balancing vertex counts alone packs
+    # the rare type (two communities) into half the parts.
+    S, W = typed_community_graph(3)
+    rare = per_part(metis(S, 4, seed=1), W)[:, 1]
+    assert rare.max() / rare.mean() > 1.5, rare
+    rare = per_part(metis(S, 4, seed=1, vertex_weights=W), W)[:, 1]
+    assert rare.max() / rare.mean() <= 1.1, rare
+
+
+def test_metis_weight_columns_that_reduce_to_one(metis_spy):
+    S, W = typed_community_graph(5)
+    one = metis(S, 3, seed=2, vertex_weights=W[:, 2])
+    # One column, or one column beside all-zero ones, is the 1-D call.
+    assert metis(S, 3, seed=2, vertex_weights=W[:, 2:]) == one
+    zeros = np.zeros_like(W[:, :2])
+    assert metis(S, 3, seed=2, vertex_weights=np.hstack([zeros, W[:, 2:]])) == one
+    assert metis(S, 3, seed=2, vertex_weights=zeros) == metis(S, 3, seed=2,
+                                                              vertex_weights=zeros[:, 0])
+    assert len(metis_spy) == 5
+    # Several columns bypass pymetis.part_graph (it would pass ncon = 1) ...
+    many = metis(S, 3, seed=2, vertex_weights=W)
+    assert len(metis_spy) == 5
+    # ... and an all-zero column changes nothing.
+    assert metis(S, 3, seed=2, vertex_weights=np.hstack([W, zeros])) == many
+    assert metis(S, 3, seed=2, vertex_weights=W) == many          # deterministic
+
+
+def test_metis_several_columns_without_the_metis_library(pymetis, monkeypatch):
+    import ctypes
+
+    def no_library(*args, **kw):
+        raise OSError("cannot open")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_library)
+    S, W = typed_community_graph(0)
+    with pytest.raises(spla.MissingDependency, match="^partition.metis: argument "
+                       "'vertex_weights' must be several weight columns: a pymetis"):
+        metis(S, 2, vertex_weights=W)
+    assert metis(S, 2, vertex_weights=W[:, 0]).parts == 2      # one column needs no ctypes
+
+
 def test_metis_on_a_graph_without_edges(pymetis):
     P = metis(spla.Matrix.from_coo([], [], shape=(10, 10)), 2)
     assert sorted(P.sizes.tolist()) == [5, 5]
@@ -442,8 +517,18 @@ def test_metis_on_a_graph_without_edges(pymetis):
      "'vertex_weights' must be an integer array"),
     (dict(vertex_weights=np.ones(9, np.int64)), spla.DimensionMismatch,
      r"'vertex_weights' must be an array of shape \(10,\)"),
-    (dict(vertex_weights=np.ones((10, 2), np.int64)), spla.DimensionMismatch,
-     r"'vertex_weights' must be an array of shape \(10,\)"),
+    (dict(vertex_weights=np.ones((9, 2), np.int64)), spla.DimensionMismatch,
+     r"'vertex_weights' must be an array of shape \(10,\) or \(10, k\) with k >= 1"),
+    (dict(vertex_weights=np.ones((10, 0), np.int64)), spla.DimensionMismatch,
+     r"'vertex_weights' must be an array of shape \(10,\) or \(10, k\)"),
+    (dict(vertex_weights=np.ones((10, 2, 2), np.int64)), spla.DimensionMismatch,
+     r"'vertex_weights' must be an array of shape \(10,\) or \(10, k\)"),
+    (dict(vertex_weights=np.ones((10, 2))), spla.DTypeError,
+     "'vertex_weights' must be an integer array"),
+    (dict(vertex_weights=np.ones((10, 2), bool)), spla.DTypeError,
+     "'vertex_weights' must be an integer array"),
+    (dict(vertex_weights=np.array([[1, -1]] * 10)), spla.InvalidValue,
+     "'vertex_weights' must be integers in"),
     (dict(vertex_weights=-np.ones(10, np.int64)), spla.InvalidValue,
      "'vertex_weights' must be integers in"),
 ])
