@@ -317,10 +317,9 @@ def _metis_library(func):
     ones only the first 20.
     """
     import ctypes
-    import importlib
 
-    _import_pymetis(func)
-    internal = importlib.import_module("pymetis._internal")
+    # The package imports its extension module, so it is an attribute.
+    internal = getattr(_import_pymetis(func), "_internal", None)
     try:
         lib = ctypes.CDLL(internal.__file__)
         lib.METIS_PartGraphKway.restype = ctypes.c_int
