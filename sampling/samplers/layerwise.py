@@ -8,7 +8,8 @@ Per layer, for all k minibatches at once (one row of Q per minibatch)::
     adj = extract_blockwise(Â, dst, src)     # per minibatch Â[dst, src]
     adj = normalize_rows(adj · diag(1 / (s p)))
 
-FastGCN uses the global column norms of Â instead of the batch's: one
+FastGCN uses the global column norms of Â instead of the batch's,
+``vxm(1, Â ∘ Â)`` (distributed when Â is: bit-identical either way): one
 probability row shared by all minibatches, sampled by the fused path.
 """
 
@@ -18,10 +19,10 @@ from typing import Tuple
 import numpy as np
 
 import spla
-from spla import (apply, compact_columns_blockwise, extract_blockwise,
-                  normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows)
+from spla import (Vector, apply, compact_columns_blockwise, extract_blockwise,
+                  normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows, vxm)
 from spla import backend
-from spla import comm as C
+from spla.agreement import collective_checks
 from spla.checks import check_weights
 from spla.matrix import Matrix
 
@@ -120,7 +121,7 @@ class _LayerWise(Sampler):
 
     def __init__(self, A, layer_sizes, normalize=True):
         name = type(self).__name__
-        with C.collective_checks(graph_comm(A)):
+        with collective_checks(graph_comm(A)):
             self.config = LayerWiseConfig(layer_sizes_tuple(name, "layer_sizes", layer_sizes),
                                           normalize)
             A, D = as_graph(name, A)
@@ -135,11 +136,7 @@ class _LayerWise(Sampler):
             A.astype(np.float32) if A.values is None or A.dtype.kind in "iu" else A)
         self.A_sq = apply(self.A, "square")
         if D is not None:
-            from spla.dist import DistMatrix
-            self.D = DistMatrix.from_local(self.A, D.shape, comm=D.comm, layout=D.layout.kind,
-                                           replication=D.layout.c,
-                                           replicate_graph=D.layout.replicated,
-                                           partition=D.partition)
+            self.D = _distributed_like(D, self.A)
 
     @property
     def layer_sizes(self):
@@ -197,10 +194,8 @@ class _LayerWise(Sampler):
         safe = xp.where(sums == 0, 1, sums).astype(W.dtype)
         p = extract_blockwise(W, prow, one_per_group, src, src_ptr)
         # p has one row per minibatch, so a column holds one entry at most:
-        # its value is the column's p (0 where W has none), as a reduction
-        # of the transpose's rows would give, without those two passes.
-        raw = xp.zeros(p.ncols, p.dtype)
-        raw[p.indices] = p.values
+        # its sum is that (non-negative) entry exactly, 0 where W has none.
+        raw = reduce_columnwise(p, "plus")
         group = xp.repeat(xp.arange(prow.size), _counts(src_ptr))
         return raw / safe[group]
 
@@ -283,18 +278,18 @@ class FastGCN(_LayerWise):
 
     def __init__(self, A, layer_sizes, normalize=True):
         super().__init__(A, layer_sizes, normalize)
-        xp = self.A.xp
-        col_norms = _column_norms(self.A_sq, self.D).astype(np.float64)
-        n = col_norms.size
-        nz = xp.flatnonzero(col_norms > 0)
+        xp, n = self.A.xp, self.num_nodes
+        # Collective when distributed; every rank gets the single-process sums.
+        A_sq = self.A_sq if self.D is None else _distributed_like(self.D, self.A_sq)
+        norms = vxm(Vector.from_dense(xp.ones(n, self.A_sq.dtype)), A_sq)
+        keep = norms.values > 0
+        nz, col = norms.indices[keep], norms.values[keep].astype(np.float64)
         # One row holding the global distribution; minibatches select it.
-        self._global = Matrix.from_csr(xp.asarray([0, nz.size], dtype=np.int64), nz,
-                                       col_norms[nz], (1, n), check=False, copy=False)
-        self._global_norm = normalize_rows(self._global)
+        self._global = Matrix.from_csr(xp.asarray([0, nz.size], dtype=np.int64), nz, col,
+                                       (1, n), check=False, copy=False)
         # The same values as a dense vector: a kept column's p is one load,
         # not a scan of the n-entry row per minibatch and layer.
-        self._p_dense = xp.zeros(n, self._global_norm.dtype)
-        self._p_dense[nz] = self._global_norm.values
+        self._p_dense = Vector.from_coo(nz, normalize_rows(self._global).values, n).to_dense()
 
     def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
         return self._p_dense[src]
@@ -307,59 +302,12 @@ class FastGCN(_LayerWise):
         return pick_row0 @ self._global, self._global, xp.zeros(k, np.int64)
 
 
-def _column_norms(A_sq, D):
-    """Column sums of Â∘Â over all rows, in ascending row order.
-
-    Distributed over block rows, the running sums travel down each process
-    column block by block, so every rank gets exactly the single-process
-    values (floating-point sums keep their order).
-    """
-    if D is None or D.layout.replicated:
-        return reduce_columnwise(A_sq, "plus")
-    if D.partition is not None:
-        return _column_norms_by_owner(A_sq, D)
-    g = D.grid
-    cc = g.col_comm
-    from spla import comm as C
-    acc = None
-    if g.row > 0:
-        acc = C.recv_array(cc, np.empty(A_sq.ncols, A_sq.dtype), g.row - 1, tag=21)
-    acc = reduce_columnwise(A_sq, "plus", init=acc)
-    if g.row < cc.Get_size() - 1:
-        C.send_array(cc, np.ascontiguousarray(acc), g.row + 1, 21, "column_norms")
-    # op=None: the broadcast is outside this step's counted byte model.
-    return C.bcast_array(cc, acc, cc.Get_size() - 1, None)
-
-
-def _column_norms_by_owner(A_sq, D):
-    """``_column_norms`` when the rows are placed by a partition.
-
-    The parts interleave the user's row order, so running sums cannot
-    travel block by block.  Instead every entry goes to the owner of its
-    column's vertex (one all-to-allv per array, once per sampler), which
-    sums its columns visiting their rows in ascending user order: exactly
-    the single-process sums.  Every column is summed on one rank only, so
-    adding the ranks' vectors (zeros elsewhere) changes no bit.
-    """
-    P, n = D.partition, D.ncols
-    local = A_sq.to("cpu")
-    counts = np.diff(backend.to_host(local.indptr)).astype(np.int64)
-    rows = np.repeat(D.row_ids, counts)
-    cols = np.asarray(backend.to_host(local.indices), np.int64)
-    vals = backend.to_host(local.values)
-    owner = D.layout.owner(P.inverse[cols], n)
-    order = np.argsort(owner, kind="stable")
-    sendcounts = np.bincount(owner, minlength=D.layout.grid_rows).astype(np.int64)
-    cc = D.grid.col_comm
-    got_rows, _ = C.alltoallv(cc, rows[order], sendcounts, "column_norms")
-    got_cols, _ = C.alltoallv(cc, cols[order], sendcounts, "column_norms")
-    got_vals, _ = C.alltoallv(cc, np.ascontiguousarray(vals[order]), sendcounts,
-                              "column_norms")
-    mine = Matrix.from_coo(got_rows, got_cols, got_vals, shape=(n, n), duplicates="error")
-    part = np.asarray(reduce_columnwise(mine, "plus"))
-    # op=None: outside this step's counted byte model, as the broadcast above.
-    out = C.allreduce_array(cc, np.ascontiguousarray(part), "sum", None)
-    return A_sq.xp.asarray(out)
+def _distributed_like(D, local):
+    """Collective: ``local`` (rows of D's graph) distributed as D is."""
+    from spla.dist import DistMatrix
+    return DistMatrix.from_local(local, D.shape, comm=D.comm, layout=D.layout.kind,
+                                 replication=D.layout.c, replicate_graph=D.layout.replicated,
+                                 partition=D.partition)
 
 
 def _counts(ptr):
