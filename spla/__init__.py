@@ -19,6 +19,7 @@ array([1, 1])
 from spla import semiring, sugar  # noqa: F401 - sugar binds A @ B, A.T, A[r, c], M.S, M.V
 from spla import binary, monoid  # noqa: F401 - spla.binary.<name>, spla.monoid.<name>
 from spla.dist import DistMatrix, distribute
+from spla.diagonal import diag, scale_columns
 from spla.edges import entry_positions, is_symmetric_pattern
 from spla.elementwise import (apply, ewise_add, ewise_mult, normalize_rows,
                               reduce_columnwise, reduce_rowwise, select)
@@ -56,4 +57,5 @@ __all__ = [
     "MissingDependency",
     "Vector", "Mask", "BinaryOp", "Monoid", "Semiring", "binary", "monoid",
     "mxv", "vxm", "assign", "reduce_scalar", "kronecker", "ewise_union",
+    "diag", "scale_columns",
 ]

@@ -81,39 +81,6 @@ def row_normalized_with_self_loops(A, row_offset=0, row_ids=None):
     return normalize_rows(spla.ewise_add(base.astype(np.float32), eye))
 
 
-def diagonal(d):
-    """The diagonal matrix with ``d`` on its diagonal (explicit zeros kept)."""
-    xp = backend.xp_of_array(d)
-    n = d.size
-    return Matrix.from_csr(xp.arange(n + 1, dtype=np.int64), xp.arange(n, dtype=np.int64), d,
-                           (n, n), check=False, copy=False)
-
-
-def scale_columns(M, d):
-    """``M @ diag(d)``: column ``j`` of ``M`` times ``d[j]``, entries kept.
-
-    The product with a diagonal matrix has one term per entry, so this is
-    ``mxm(M, diagonal(d))`` entry for entry (same structure, same rounded
-    products), without a sparse product's two passes.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import spla
-    >>> M = spla.Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
-    >>> scale_columns(M, np.array([10.0, 0.5])).to_dense()
-    array([[10. ,  1. ],
-           [ 0. ,  1.5]])
-    """
-    if M.values is None:
-        vals = d[M.indices]
-    else:
-        # Overflow to inf is the product's result too (mxm does not warn).
-        with np.errstate(over="ignore"):
-            vals = M.values * d[M.indices]
-    return Matrix.from_csr(M.indptr, M.indices, vals, M.shape, check=False, copy=False)
-
-
 class _LayerWise(Sampler):
     """Shared body of LADIES and FastGCN; subclasses define the layer's P."""
 
@@ -217,7 +184,7 @@ class _LayerWise(Sampler):
             adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
             p_col = self._kept_probabilities(W, prow, one_per_group, src, src_ptr)
             scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
-            adj = normalize_rows(scale_columns(adj, scale.astype(adj.dtype)))
+            adj = normalize_rows(spla.scale_columns(adj, scale.astype(adj.dtype)))
             layers.append((adj, dst, dst_ptr, src, src_ptr))
             dst, dst_ptr = src, src_ptr
         return layers

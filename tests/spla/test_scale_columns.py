@@ -1,4 +1,4 @@
-"""``sampling.samplers.layerwise.scale_columns`` is ``M @ diag(d)`` entry for entry."""
+"""``spla.scale_columns`` is ``M @ diag(d)`` entry for entry; ``spla.diag``; their errors."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spla
-from sampling.samplers.layerwise import diagonal, scale_columns
+from spla import diag as diagonal, scale_columns
 
 
 @settings(max_examples=60, deadline=None)
@@ -86,3 +86,18 @@ def test_ladies_kept_probabilities_equal_the_normalised_rows(monkeypatch, normal
             assert np.array_equal(np.asarray(x.adj.indices), np.asarray(y.adj.indices))
             assert np.asarray(x.adj.values).tobytes() == np.asarray(y.adj.values).tobytes()
             assert x.adj.nnz > 0
+
+
+def test_scale_columns_errors_and_vector_scales():
+    M = spla.Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    v = spla.Vector.from_dense(np.array([2.0, 0.0]))
+    assert np.array_equal(scale_columns(M, v).to_dense(), np.array([[2.0, 0.0], [0.0, 0.0]]))
+    assert scale_columns(M, v).nnz == M.nnz                 # zero scales keep their entries
+    with pytest.raises(spla.DimensionMismatch, match="scale_columns: argument 'd'"):
+        scale_columns(M, np.ones(3))
+    with pytest.raises(spla.DTypeError, match="scale_columns: argument 'd'"):
+        scale_columns(M, np.array(["a", "b"]))
+    with pytest.raises(spla.DTypeError, match="scale_columns: argument 'M'"):
+        scale_columns(M.to_scipy(), np.ones(2))
+    with pytest.raises(spla.DimensionMismatch, match="diag: argument 'd'"):
+        diagonal(np.ones((2, 2)))
