@@ -131,19 +131,10 @@ def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
     >>> mxv(A, Vector.from_dense(np.array([1.0, 1.0])), mask=~v.S).to_dense()
     array([0., 3.])
     """
-    func = "mxv"
     dist = _dist_module(A)
     if dist is not None:
         return dist.dist_mxv(A, u, semiring, mask=mask, out=out, accum=accum, replace=replace)
-    sr = as_semiring(func, semiring)
-    A = as_matrix(func, "A", A)
-    u = _vector(func, "u", u)
-    if A.ncols != u.size:
-        fail(DimensionMismatch, func, "u", f"a vector of size {A.ncols} (A.ncols)",
-             f"size {u.size}")
-    backend.same_device(func, A, u)
-    mask, out, accum = check_write(func, (A.nrows,), Vector, mask, out, accum, replace)
-    return finish(func, _product_vec(func, A, u, sr, mask, False), mask, out, accum, replace)
+    return _vector_product("mxv", A, u, semiring, mask, out, accum, replace, push=False)
 
 
 def vxm(u, A, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):
@@ -175,19 +166,24 @@ def vxm(u, A, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
     >>> vxm(Vector.from_coo([0, 1], size=3), A, semiring.any_secondi).indices
     array([1, 2])
     """
-    func = "vxm"
     dist = _dist_module(A)
     if dist is not None:
         return dist.dist_vxm(u, A, semiring, mask=mask, out=out, accum=accum, replace=replace)
+    return _vector_product("vxm", A, u, semiring, mask, out, accum, replace, push=True)
+
+
+def _vector_product(func, A, u, semiring, mask, out, accum, replace, push):
+    """``mxv`` (``push=False``: u along A's columns) or ``vxm`` (u along its rows), checked."""
     sr = as_semiring(func, semiring)
-    u = _vector(func, "u", u)
     A = as_matrix(func, "A", A)
-    if A.nrows != u.size:
-        fail(DimensionMismatch, func, "u", f"a vector of size {A.nrows} (A.nrows)",
-             f"size {u.size}")
+    u = _vector(func, "u", u)
+    inner, outer = (A.nrows, A.ncols) if push else (A.ncols, A.nrows)
+    if inner != u.size:
+        fail(DimensionMismatch, func, "u", f"a vector of size {inner} "
+             f"(A.{'nrows' if push else 'ncols'})", f"size {u.size}")
     backend.same_device(func, A, u)
-    mask, out, accum = check_write(func, (A.ncols,), Vector, mask, out, accum, replace)
-    return finish(func, _product_vec(func, A, u, sr, mask, True), mask, out, accum, replace)
+    mask, out, accum = check_write(func, (outer,), Vector, mask, out, accum, replace)
+    return finish(func, _product_vec(func, A, u, sr, mask, push), mask, out, accum, replace)
 
 
 def reduce_scalar(X, monoid="plus"):
