@@ -46,14 +46,21 @@ def _masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, 
 def masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx, m_ok,
                   add, mul, one):
     """(out_val, hit): one slot per mask entry; see ``kernels.cpu.masked``."""
+    return _per_row(_masked_spgemm, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                    m_ptr, m_idx, m_ok, add, mul, one)
+
+
+def _per_row(kernel, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
+             m_ok, add, mul, one):
+    """Launch a one-thread-per-row masked kernel into fresh (out_val, hit) arrays."""
     xp = _xp(a_ptr)
     out_val = xp.empty(m_idx.size, one.dtype)
     hit = xp.zeros(m_idx.size, bool)
     n = a_ptr.size - 1
     if n > 0 and m_idx.size and a_idx.size:
-        launch(_masked_spgemm, n, *_plain([a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx,
-                                           b_val, bool(b_hv), m_ptr, m_idx, m_ok, add, mul,
-                                           one, out_val, hit]))
+        launch(kernel, n, *_plain([a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx, b_val,
+                                   bool(b_hv), m_ptr, m_idx, m_ok, add, mul, one, out_val,
+                                   hit]))
     return out_val, hit
 
 
@@ -70,15 +77,8 @@ def _masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr,
 def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
                add, mul, one):
     """(out_val, hit) by dot products; see ``kernels.cpu.masked.masked_dot``."""
-    xp = _xp(a_ptr)
-    out_val = xp.empty(m_idx.size, one.dtype)
-    hit = xp.zeros(m_idx.size, bool)
-    n = a_ptr.size - 1
-    if n > 0 and m_idx.size and a_idx.size:
-        launch(_masked_dot, n, *_plain([a_ptr, a_idx, a_val, bool(a_hv), bt_ptr, bt_idx, bt_val,
-                                        bool(bt_hv), m_ptr, m_idx, m_ok, add, mul, one,
-                                        out_val, hit]))
-    return out_val, hit
+    return _per_row(_masked_dot, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv,
+                    m_ptr, m_idx, m_ok, add, mul, one)
 
 
 @cuda.jit(cache=True)
