@@ -36,7 +36,6 @@ Examples
 import threading
 
 import numpy as np
-import scipy.sparse as sp
 
 from spla.backend import to_host
 from spla.checks import as_int, as_u64, describe, fail, xp_array
@@ -44,9 +43,8 @@ from spla.elementwise import ewise_add, select
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
 from spla.random import permutation
 from spla.layout import chunk_bounds
-from spla.matrix import Matrix
 from spla.optional import require
-from spla.partition_map import Balance, Partition  # noqa: F401 - Balance: re-exported
+from spla.partition_map import Balance, Partition, as_graph_matrix  # noqa: F401 - Balance: re-exported
 from spla.structure import transpose
 
 # METIS (GKlib) keeps its error-recovery state in process globals: one call
@@ -248,13 +246,7 @@ def metis(A, parts, *, seed=0, imbalance=1.03, vertex_weights=None):
     [1.0, 1.0]
     """
     func = "partition.metis"
-    if isinstance(A, Matrix):
-        pass
-    elif sp.issparse(A):
-        A = Matrix.from_scipy(A)
-    else:
-        fail(DTypeError, func, "A", "a spla.Matrix or scipy.sparse matrix (gather a "
-             "DistMatrix first)", describe(A))
+    A = as_graph_matrix(func, A)
     n = _num_vertices(func, A)
     parts = _check_parts(func, parts, n)
     seed = as_int(func, "seed", seed, minimum=0)

@@ -345,17 +345,21 @@ class Partition:
 
     def _graph(self, func, A):
         """A as a spla.Matrix, checked to be n x n."""
-        if isinstance(A, Matrix):
-            pass
-        elif sp.issparse(A):
-            A = Matrix.from_scipy(A)
-        else:
-            fail(DTypeError, func, "A", "a spla.Matrix or scipy.sparse matrix (a DistMatrix: "
-                 "use the global matrix)", describe(A))
+        A = as_graph_matrix(func, A)
         if A.shape != (self.n, self.n):
             fail(DimensionMismatch, func, "A",
                  f"a {self.n} x {self.n} matrix (the partition's vertices)", f"shape {A.shape}")
         return A
+
+
+def as_graph_matrix(func, A):
+    """``A`` as a local spla.Matrix (a scipy.sparse matrix converted), else ``DTypeError``."""
+    if isinstance(A, Matrix):
+        return A
+    if sp.issparse(A):
+        return Matrix.from_scipy(A)
+    fail(DTypeError, func, "A", "a spla.Matrix or scipy.sparse matrix (gather a DistMatrix "
+         "first: a partition is of the global graph)", describe(A))
 
 
 def _train_ids(func, train_idx, n):
