@@ -54,10 +54,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-SECTIONS = ("tests", "equal", "train", "graphsage", "uva", "launch", "layerwise", "spgemm")
-TEST_FILES = ("test_cuda_kernels.py", "test_topk_cuda.py", "test_ops.py", "test_topk.py",
-              "test_conversions.py", "test_features.py", "test_from_edge_index.py",
-              "test_loader.py", "test_partition.py", "test_spmm.py")
+SECTIONS = ("tests", "equal", "train", "graphsage", "uva", "launch", "layerwise", "spgemm",
+            "trace")
+#: The test directories whose ``cupy``/``gpu`` cases run on the device.
+TEST_DIRS = ("kernels", "spla", "sampling")
 
 
 def require_gpu():
@@ -102,7 +102,7 @@ def timed(fn, repeats, sync):
 # -- sections ---------------------------------------------------------------------------
 
 def run_tests(out):
-    files = [os.path.join("tests", f) for f in TEST_FILES]
+    files = [os.path.join("tests", d) for d in TEST_DIRS]
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
            "-W", "ignore", "-k", "cupy or gpu", *files]
     try:
@@ -497,6 +497,75 @@ def kernel_times(cupy, out, G):
     out.append("")
 
 
+def _kernel_name(mangled):
+    """``module.function`` of a numba-cuda kernel's mangled name; other names cut short."""
+    if not mangled.startswith("_ZN"):
+        return re.sub(r"\(.*", "", mangled)[:48]
+    parts, i = [], 3
+    while i < len(mangled) and mangled[i].isdigit():
+        j = i
+        while mangled[j].isdigit():
+            j += 1
+        size = int(mangled[i:j])
+        parts.append(mangled[j:j + size])
+        i = j + size
+    return ".".join(p.split("$")[0] for p in parts[-2:]) or mangled[:48]
+
+
+def trace(cupy, out, G):
+    """GPU busy time of GraphSAGE and LADIES calls, read by CUPTI (torch.profiler).
+
+    Every kernel of the process (numba-cuda, cupy, cuSPARSE) is recorded
+    with its GPU duration, without the synchronisations of ``kernel_times``:
+    the busy fraction (kernel time / wall time) says whether a call is
+    bound by the GPU or by the host's launches and reads.
+    """
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile as tprofile
+    except ImportError:
+        out.append("## GPU trace\n\ntorch is not installed: no trace.\n")
+        return
+    import sampling
+    sync = cupy.cuda.Device().synchronize
+    rng = np.random.default_rng(5)
+    batches = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(256)]
+    out += ["## GPU trace (CUPTI through torch.profiler, 3 calls each)\n",
+            "| call | wall ms per call | GPU busy ms per call | busy | kernels per call "
+            "| largest kernels (GPU ms per call, launches per call) |",
+            "|---|---|---|---|---|---|"]
+    torch.zeros(1, device="cuda")
+    cases = [(f"GraphSAGE [15, 10, 5], bulk {k}", sampling.GraphSAGE(G, [15, 10, 5]),
+              batches[:k]) for k in (1, 16, 256)]
+    cases += [("LADIES [512, 512], bulk 16", sampling.LADIES(G, [512, 512]), batches[:16]),
+              ("FastGCN [512, 512], bulk 1", sampling.FastGCN(G, [512, 512]), batches[:1])]
+    for name, s, bs in cases:
+        s.sample(bs, seed=1)
+        sync()
+        with tprofile(activities=[ProfilerActivity.CUDA]) as prof:
+            t0 = time.perf_counter()
+            for e in range(3):
+                s.sample(bs, seed=1, epoch=e + 1)
+            sync()
+            wall = (time.perf_counter() - t0) / 3
+        per = collections.defaultdict(float)
+        cnt = collections.Counter()
+        for ev in prof.events():
+            if getattr(ev.device_type, "name", "") == "CUDA":
+                key = _kernel_name(ev.name)
+                per[key] += ev.time_range.elapsed_us() / 3e3
+                cnt[key] += 1
+        busy = sum(per.values())
+        top = sorted(per.items(), key=lambda kv: -kv[1])[:6]
+        text = ", ".join(f"`{k}` {v:.3f} (x{cnt[k] / 3:g})" for k, v in top)
+        print(f"trace {name}: wall {wall * 1e3:.2f} ms, GPU {busy:.2f} ms "
+              f"({busy / (wall * 1e3):.0%}), {sum(cnt.values()) / 3:g} kernels: {text}",
+              flush=True)
+        out.append(f"| {name} | {wall * 1e3:.2f} | {busy:.2f} | {busy / (wall * 1e3):.0%} | "
+                   f"{sum(cnt.values()) / 3:g} | {text} |")
+    out.append("")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sections", default=",".join(SECTIONS),
@@ -539,7 +608,7 @@ def main(argv=None):
     if "train" in sections:
         ok &= train(out)
     G = None
-    if {"graphsage", "layerwise"} & set(sections) or args.profile:
+    if {"graphsage", "layerwise", "trace"} & set(sections) or args.profile:
         from spla.generators import rmat
         G = rmat(args.scale, 16, seed=0).to("cuda")
     if "graphsage" in sections:
@@ -553,6 +622,8 @@ def main(argv=None):
     if args.profile:
         profile(cupy, out, G)
         kernel_times(cupy, out, G)
+    if "trace" in sections:
+        trace(cupy, out, G)
     if "spgemm" in sections:
         spgemm(cupy, args, out)
     out.insert(5, f"- Wall time {time.perf_counter() - t0:.0f} s\n")
