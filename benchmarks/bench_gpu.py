@@ -24,11 +24,10 @@ On a machine with a CUDA GPU, cupy and numba-cuda:
 
 Times are the median of ``--repeats`` timed runs after a warm-up, with the
 device synchronised before the clock stops.  ``--profile`` adds the
-host-side profile (cProfile, top functions by own time) of one GraphSAGE
-bulk of 16 and one LADIES bulk, which shows where launch and
-synchronisation overheads go, and the GPU time of every numba-cuda kernel
-in those calls and in LADIES and FastGCN one minibatch per call (each
-launch timed between two device synchronisations).  Results go to
+host-side profile (cProfile, top functions by own time) of GraphSAGE
+bulks of 16 and 256, which shows where launch and
+synchronisation overheads go; the **trace** section reads every kernel's
+GPU time (CUPTI, through torch.profiler) and the calls' busy fraction.  Results go to
 ``benchmarks/results/gpu_<device>.md`` (e.g. ``gpu_h100.md``) unless
 ``--out`` says otherwise.  On a machine without a GPU the script exits with
 status 2 and says what is missing.
@@ -38,7 +37,6 @@ import argparse
 import cProfile
 import collections
 import contextlib
-import importlib
 import io
 import os
 import pstats
@@ -332,12 +330,36 @@ def launch_overhead(cupy, out):
         arrs[0] += 1
     sync()
     res["one cupy elementwise op"] = (time.perf_counter() - t0) / 300
+    res.update(_host_costs(cupy))
     out += ["## Launch overhead (host time per launch, 12 array arguments)\n",
             "| launch | us |", "|---|---|"]
     for k, v in res.items():
         print(f"launch, {k}: {v * 1e6:.1f} us", flush=True)
         out.append(f"| {k} | {v * 1e6:.1f} |")
     out.append("")
+
+
+def _host_costs(cupy, reps=3000):
+    """Host time of the steps a sampled block costs after the bulk's one read."""
+    import spla
+    from sampling.samplers.minibatch import Block
+    a = cupy.arange(1 << 20, dtype=np.int64)
+    costs = {}
+
+    def clock(label, fn):
+        t0 = time.perf_counter()
+        for i in range(reps):
+            fn(i)
+        costs[label] = (time.perf_counter() - t0) / reps
+
+    clock("cupy 1-D slice a[i:j]", lambda i: a[i:i + 100])
+    clock("cupy.ndarray over a pointer", lambda i: cupy.ndarray(
+        (100,), np.int64, a.data + 8 * i))
+    clock("Matrix._new (3 cupy arrays)", lambda i: spla.Matrix._new(a, a, a, (10, 10)))
+    m = spla.Matrix._new(a[:11], a[:100], None, (10, 10))
+    clock("Block(adj, dst, src)", lambda i: Block(m, a, a))
+    clock("int(numpy int64)", lambda i: int(np.int64(i)))
+    return costs
 
 
 def layerwise(cupy, args, out, G):
@@ -410,9 +432,13 @@ def profile(cupy, out, G):
     sync = cupy.cuda.Device().synchronize
     rng = np.random.default_rng(4)
     batches = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(16)]
-    out.append("## Host-side profile (cProfile, own time), one bulk of 16\n")
-    for name, s in (("GraphSAGE [15, 10, 5]", sampling.GraphSAGE(G, [15, 10, 5])),
-                    ("LADIES [512, 512]", sampling.LADIES(G, [512, 512]))):
+    out.append("## Host-side profile (cProfile, own time)\n")
+    big = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(256)]
+    for name, s, bs in (("GraphSAGE [15, 10, 5], bulk 16", sampling.GraphSAGE(G, [15, 10, 5]),
+                         batches),
+                        ("GraphSAGE [15, 10, 5], bulk 256",
+                         sampling.GraphSAGE(G, [15, 10, 5]), big)):
+        batches = bs
         s.sample(batches, seed=1)
         sync()
         prof = cProfile.Profile()
@@ -425,76 +451,6 @@ def profile(cupy, out, G):
         text = buf.getvalue()
         print(name, "\n", text, flush=True)
         out += [f"### {name}\n", "```", text.strip(), "```", ""]
-
-
-class _TimedKernel:
-    """A numba-cuda kernel whose launches are timed between two syncs."""
-
-    def __init__(self, kernel, name, sync, totals, counts):
-        self.kernel, self.name, self.sync = kernel, name, sync
-        self.totals, self.counts = totals, counts
-
-    def __getitem__(self, config):
-        launch = self.kernel[config]
-
-        def run(*args):
-            self.sync()
-            t0 = time.perf_counter()
-            launch(*args)
-            self.sync()
-            self.totals[self.name] += time.perf_counter() - t0
-            self.counts[self.name] += 1
-        return run
-
-
-def kernel_times(cupy, out, G):
-    """GPU time per kernel of one sample call (launches serialised)."""
-    import sampling
-    sync = cupy.cuda.Device().synchronize
-    totals, counts = collections.defaultdict(float), collections.Counter()
-    patched = []
-    for m in ("sample", "groups", "reduce", "spgemm", "extract", "csr", "ewise", "topk"):
-        try:
-            mod = importlib.import_module("kernels.cuda." + m)
-        except ImportError:
-            continue
-        for name, obj in list(vars(mod).items()):
-            if name.startswith("_") and "CUDA" in type(obj).__name__:
-                patched.append((mod, name, obj))
-                setattr(mod, name, _TimedKernel(obj, f"{m}.{name}", sync, totals, counts))
-    rng = np.random.default_rng(4)
-    batches = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(16)]
-    out += ["## GPU time per kernel, one sample call\n",
-            "Each numba-cuda launch between two device synchronisations, summed per "
-            "kernel; the wall time includes those synchronisations.\n",
-            "| call | wall | kernels | largest kernels (ms, launches) |", "|---|---|---|---|"]
-    try:
-        for name, s, bs in (("GraphSAGE [15, 10, 5], bulk 16",
-                             sampling.GraphSAGE(G, [15, 10, 5]), batches),
-                            ("LADIES [512, 512], bulk 16", sampling.LADIES(G, [512, 512]),
-                             batches),
-                            ("LADIES, one minibatch", sampling.LADIES(G, [512, 512]),
-                             batches[:1]),
-                            ("FastGCN, one minibatch", sampling.FastGCN(G, [512, 512]),
-                             batches[:1])):
-            s.sample(bs, seed=1)
-            sync()
-            totals.clear()
-            counts.clear()
-            t0 = time.perf_counter()
-            s.sample(bs, seed=1)
-            sync()
-            wall = time.perf_counter() - t0
-            top = sorted(totals.items(), key=lambda kv: -kv[1])[:5]
-            text = ", ".join(f"`{k}` {v * 1e3:.1f} (x{counts[k]})" for k, v in top)
-            print(f"{name}: {wall * 1e3:.1f} ms, kernels {sum(totals.values()) * 1e3:.1f} ms: "
-                  f"{text}", flush=True)
-            out.append(f"| {name} | {wall * 1e3:.1f} ms | "
-                       f"{sum(totals.values()) * 1e3:.1f} ms | {text} |")
-    finally:
-        for mod, name, obj in patched:
-            setattr(mod, name, obj)
-    out.append("")
 
 
 def _kernel_name(mangled):
@@ -516,7 +472,7 @@ def trace(cupy, out, G):
     """GPU busy time of GraphSAGE and LADIES calls, read by CUPTI (torch.profiler).
 
     Every kernel of the process (numba-cuda, cupy, cuSPARSE) is recorded
-    with its GPU duration, without the synchronisations of ``kernel_times``:
+    with its GPU duration, without synchronising between launches:
     the busy fraction (kernel time / wall time) says whether a call is
     bound by the GPU or by the host's launches and reads.
     """
@@ -621,7 +577,6 @@ def main(argv=None):
         layerwise(cupy, args, out, G)
     if args.profile:
         profile(cupy, out, G)
-        kernel_times(cupy, out, G)
     if "trace" in sections:
         trace(cupy, out, G)
     if "spgemm" in sections:

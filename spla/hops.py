@@ -239,13 +239,15 @@ def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
                            seeds, ptr, ids, ks, seed, streams, replace, value_mode,
                            value_dtype, index_dtype(M.ncols))
     layers = []
+    new = Matrix._new_device
     for bptr, bidx, bval, dst, dp, src, sp, ep in raw:
-        blocks = []
-        for g in range(dp.size - 1):
-            r0, r1, e0, e1 = int(dp[g]), int(dp[g + 1]), int(ep[g]), int(ep[g + 1])
-            blocks.append(Matrix._new(bptr[r0 + g:r1 + g + 1], bidx[e0:e1],
-                                      None if bval is None else bval[e0:e1],
-                                      (r1 - r0, int(sp[g + 1] - sp[g]))))
+        # Python ints once per hop: a bulk makes a block per group and hop,
+        # and the host's time per block is what large bulks wait on.
+        d, e, s = dp.tolist(), ep.tolist(), sp.tolist()
+        blocks = [new(bptr[d[g] + g:d[g + 1] + g + 1], bidx[e[g]:e[g + 1]],
+                      None if bval is None else bval[e[g]:e[g + 1]],
+                      (d[g + 1] - d[g], s[g + 1] - s[g]))
+                  for g in range(len(d) - 1)]
         layers.append((blocks, dst, dp, src, sp))
     return layers
 

@@ -74,6 +74,17 @@ class Matrix:
         return self
 
     @classmethod
+    def _new_device(cls, indptr, indices, values, shape):
+        """``_new`` for device arrays and Python int sizes (no read-only views to make)."""
+        self = object.__new__(cls)
+        self._indptr = indptr
+        self._indices = indices
+        self._values = values
+        self._shape = shape
+        self._cache = {}
+        return self
+
+    @classmethod
     def from_csr(cls, indptr, indices, values=None, shape=None, *, check=True, copy=True):
         """A matrix from CSR arrays.
 

@@ -385,11 +385,13 @@ def _trimmed(raw, host, ptr):
     G = ptr.size - 1
     hops = []
     dst_ptr = np.asarray(ptr, np.int64)
-    for h, (bptr, bidx, bval, dst, src) in enumerate(raw):
+    dst = raw[0][3][:dst_ptr[G]] if raw else None
+    for h, (bptr, bidx, bval, _fr, src) in enumerate(raw):
         src_ptr, entry_ptr = host[h, 0], host[h, 1]
-        hops.append((bptr, bidx, bval, dst[:dst_ptr[G]], dst_ptr, src[:src_ptr[G]], src_ptr,
-                     entry_ptr))
-        dst_ptr = src_ptr
+        # The next hop's destinations are this hop's sources: the same view.
+        src = src[:src_ptr[G]]
+        hops.append((bptr, bidx, bval, dst, dst_ptr, src, src_ptr, entry_ptr))
+        dst, dst_ptr = src, src_ptr
     return hops
 
 

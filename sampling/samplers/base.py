@@ -568,10 +568,19 @@ def assemble(layers, ids, graph=None):
     """
     from spla import split_blocks
     per_group = [[] for _ in ids]
+    views = {}  # a layer's sources are often the next layer's destinations: slice once
+
+    def cut(arr, ptr, g):
+        key = (id(arr), ptr[g], ptr[g + 1])
+        view = views.get(key)
+        if view is None:
+            view = views[key] = arr[ptr[g]:ptr[g + 1]]
+        return view
+
     for adj, dst, dst_ptr, src, src_ptr in reversed(layers):  # input layer first
         dp = backend.to_host(dst_ptr).tolist()
         sp = backend.to_host(src_ptr).tolist()
         blocks = adj if isinstance(adj, list) else split_blocks(adj, dp, sp, check=False)
         for g in range(len(ids)):
-            per_group[g].append(Block(blocks[g], dst[dp[g]:dp[g + 1]], src[sp[g]:sp[g + 1]]))
+            per_group[g].append(Block(blocks[g], cut(dst, dp, g), cut(src, sp, g)))
     return [MiniBatch(bl, index=i, graph=graph) for bl, i in zip(per_group, ids)]
