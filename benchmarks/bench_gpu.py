@@ -355,8 +355,10 @@ def _host_costs(cupy, reps=3000):
     clock("cupy 1-D slice a[i:j]", lambda i: a[i:i + 100])
     clock("cupy.ndarray over a pointer", lambda i: cupy.ndarray(
         (100,), np.int64, a.data + 8 * i))
-    clock("Matrix._new (3 cupy arrays)", lambda i: spla.Matrix._new(a, a, a, (10, 10)))
-    m = spla.Matrix._new(a[:11], a[:100], None, (10, 10))
+    ptr, idx = a[:11], a[:100]
+    clock("Matrix.from_csr(check=False, copy=False)", lambda i: spla.Matrix.from_csr(
+        ptr, idx, None, (10, 10), check=False, copy=False))
+    m = spla.Matrix.from_csr(ptr, idx, None, (10, 10), check=False, copy=False)
     clock("Block(adj, dst, src)", lambda i: Block(m, a, a))
     clock("int(numpy int64)", lambda i: int(np.int64(i)))
     return costs

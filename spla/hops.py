@@ -235,9 +235,15 @@ def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
         value_mode, value_dtype = 1, M.values.dtype
     else:
         value_mode, value_dtype = 0, np.dtype(np.float32)
-    raw = hops.sample_hops(M.indptr, M.indices, a_vals, weighted, prefix, positives, modes,
-                           seeds, ptr, ids, ks, seed, streams, replace, value_mode,
-                           value_dtype, index_dtype(M.ncols))
+    # The last bulk's frontier growth sizes this one's arrays (the kernels
+    # check it on the device and fall back to worst-case sizes when it is
+    # outgrown, so the blocks never depend on it); kept on A like its prefixes.
+    key = ("hop_growth", tuple(ks), replace, weighted)
+    raw, growth = hops.sample_hops(M.indptr, M.indices, a_vals, weighted, prefix, positives,
+                                   modes, seeds, ptr, ids, ks, seed, streams, replace,
+                                   value_mode, value_dtype, index_dtype(M.ncols),
+                                   growth=M._cache.get(key))
+    M._cache[key] = growth
     layers = []
     new = Matrix._new_device
     for bptr, bidx, bval, dst, dp, src, sp, ep in raw:

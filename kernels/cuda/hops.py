@@ -81,28 +81,32 @@ DENSE_SLOTS = 1 << 28
 
 @cuda.jit(device=True)
 def _claim(keys, bits, key):
-    """The table slot of ``key``, taken for it if free (dense: the key itself)."""
+    """The table slot of ``key``, taken for it if free (dense: the key itself);
+    -1 when the table is full (a bulk that outgrew its estimated sizes)."""
     if keys.size == 0:
         return key
     mask = (np.int64(1) << bits) - 1
     s = hash_slot(key, bits)
-    while True:
+    for _ in range(keys.size):
         k = cuda.atomic.cas(keys, s, EMPTY, key)
         if k == EMPTY or k == key:
             return s
         s = (s + 1) & mask
+    return -1
 
 
 @cuda.jit(device=True)
 def _find(keys, bits, key):
-    """The table slot holding ``key`` (it was claimed earlier in the hop)."""
+    """The table slot holding ``key`` (claimed earlier in the hop), or -1."""
     if keys.size == 0:
         return key
     mask = (np.int64(1) << bits) - 1
     s = hash_slot(key, bits)
-    while keys[s] != key:
+    for _ in range(keys.size):
+        if keys[s] == key:
+            return s
         s = (s + 1) & mask
-    return s
+    return -1
 
 
 @cuda.jit(device=True)
@@ -114,11 +118,17 @@ def _group(gp, i):
 @cuda.jit(cache=True)
 def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_prefix,
                 a_positives, a_modes, k, W, seed, stream, replace, value_mode, keys, tags,
-                bits, stamp, col, pv, ncnt):
+                bits, stamp, col, pv, ncnt, over):
     """Step 1: each row's picks (columns, values) into its ``W`` slots, and
-    every occurrence into the table (earliest sequence position wins)."""
+    every occurrence into the table (earliest sequence position wins).
+    A frontier larger than the capacity (``ncnt.size`` rows) sets ``over``."""
     G = gp.size - 1
     F = gp[G]
+    if over[0] != 0:
+        return
+    if F > ncnt.size:
+        over[0] = 1
+        return
     hv = a_has_values != 0
     rep = replace != 0
     start = cuda.grid(1)
@@ -148,7 +158,11 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
         size = gp[g + 1] - gp[g]
         r = i - gp[g]
         gk = g * n
+        ncnt[i] = d
         s = _claim(keys, bits, gk + v)
+        if s < 0:
+            over[0] = 1
+            return
         cuda.atomic.min(tags, s, stamp + base + r)
         ent = base + size + r * W
         for t in range(d):
@@ -158,15 +172,19 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
             c = np.int64(a_indices[q])
             col[o + t] = c
             s = _claim(keys, bits, gk + c)
+            if s < 0:
+                over[0] = 1
+                return
             cuda.atomic.min(tags, s, stamp + ent + t)
-        ncnt[i] = d
 
 
 @cuda.jit(cache=True)
-def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flags):
+def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flags, over):
     """Step 2: the packed head and pick flags of every sequence position
     (zero past the last row, up to the capacity the scan covers), and each
     pick's head position."""
+    if over[0] != 0:
+        return
     G = gp.size - 1
     F = gp[G]
     w1 = W + 1
@@ -183,7 +201,11 @@ def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flag
         r = i - gp[g]
         gk = g * n
         sp = base + r
-        h = tags[_find(keys, bits, gk + fr[i])] - stamp
+        s = _find(keys, bits, gk + fr[i])
+        if s < 0:
+            over[0] = 1
+            return
+        h = tags[s] - stamp
         flags[sp] = 1 if h == sp else 0
         ent = base + size + r * W
         o = i * W
@@ -191,7 +213,11 @@ def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flag
         for t in range(W):
             q = ent + t
             if t < d:
-                h = tags[_find(keys, bits, gk + col[o + t])] - stamp
+                s = _find(keys, bits, gk + col[o + t])
+                if s < 0:
+                    over[0] = 1
+                    return
+                h = tags[s] - stamp
                 hpos[o + t] = h
                 flags[q] = (1 if h == q else 0) + PICK
             else:
@@ -200,9 +226,12 @@ def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flag
 
 @cuda.jit(cache=True)
 def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx, bval,
-              kept, kp, ep):
+              kept, kp, ep, over):
     """Step 4: the block (local row pointers, local column ids sorted per
-    row, values), the next frontier (heads' columns) and the group pointers."""
+    row, values), the next frontier (heads' columns) and the group pointers.
+    More heads than ``kept`` holds sets ``over``."""
+    if over[0] != 0:
+        return
     G = gp.size - 1
     F = gp[G]
     w1 = W + 1
@@ -219,7 +248,11 @@ def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx,
         e0 = x0 >> 32
         sp = base + r
         if flags[sp] & LOW:
-            kept[(incl[sp] - flags[sp]) & LOW] = fr[i]
+            nid = (incl[sp] - flags[sp]) & LOW
+            if nid >= kept.size:
+                over[0] = 1
+                return
+            kept[nid] = fr[i]
         ent = base + size + r * W
         e = (incl[ent] - flags[ent]) >> 32
         bptr[i + g] = e - e0
@@ -229,6 +262,9 @@ def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx,
             h = hpos[o + t]
             nid = (incl[h] - flags[h]) & LOW
             if h == ent + t:
+                if nid >= kept.size:
+                    over[0] = 1
+                    return
                 kept[nid] = col[o + t]
             bidx[e + t] = nid - k0
             if with_vals:
@@ -283,9 +319,26 @@ def _table(xp, G, n, caps, table):
     return full(xp, 1 << bits, EMPTY, np.int64), full(xp, 1 << bits, UNSET, np.int64), bits
 
 
+#: Capacities from a previous bulk's growth: ``MARGIN`` times the frontier
+#: that growth predicts, plus ``SLACK`` rows per group.
+MARGIN = 1.25
+SLACK = 64
+
+
+def _estimated(bounds, growth, G):
+    """Per-hop capacities predicted by ``growth`` (with a margin), within ``bounds``."""
+    if growth is None or len(growth) != len(bounds) - 1:
+        return bounds
+    caps = [bounds[0]]
+    for h, r in enumerate(growth):
+        guess = int(caps[-1] * max(float(r), 0.0) * MARGIN) + SLACK * G
+        caps.append(max(1, min(bounds[h + 1], guess)))
+    return caps
+
+
 def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
                 nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
-                index_dtype, budget=None, table=None):
+                index_dtype, budget=None, table=None, growth=None):
     """Fused node-wise hops; see the module docstring.
 
     Parameters
@@ -315,6 +368,12 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
         free memory); beyond, each hop's size is read back.
     table : {None, 'dense', 'hash'}
         Force the occurrence table's kind (tests).
+    growth : sequence of float, optional
+        Each hop's frontier growth (next frontier / frontier) in an earlier
+        bulk, as returned.  The arrays are then sized for that growth with
+        a margin instead of for the worst case (far smaller scans, tables
+        and grids); a bulk that outgrows them is detected on the device and
+        run again at the worst-case sizes, so the blocks never depend on it.
 
     Returns
     -------
@@ -326,20 +385,46 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
         (local column ids) and the same range of ``bval``; its destination
         vertices ``dst[dst_ptr[g]:dst_ptr[g + 1]]``, its sources
         ``src[src_ptr[g]:src_ptr[g + 1]]``.
+    growth : list of float
+        This bulk's growth per hop (for the next bulk's ``growth``).
     """
     xp = _xp(a_indptr)
     n = a_indptr.size - 1
     G = ptr.size - 1
-    L = len(ks)
-    caps = _caps(int(ptr[G]), G, n, ks)
+    bounds = _caps(int(ptr[G]), G, n, ks)
     has_vals = value_mode != 0
     val_bytes = np.dtype(value_dtype).itemsize if has_vals else 0
-    need = _bytes(caps, ks, G, np.dtype(index_dtype).itemsize, val_bytes)
+    idx_bytes = np.dtype(index_dtype).itemsize
     if budget is None:
         budget = _free_bytes(xp) // 2
-    exact = need > budget
+    args = (a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
+            nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
+            index_dtype)
+    caps = _estimated(bounds, growth, G)
+    if caps != bounds and _bytes(caps, ks, G, idx_bytes, val_bytes) <= budget:
+        raw, host = _run(*args, caps=caps, exact=False, table=table)
+        if not host[-1]:
+            return _trimmed(raw, host, ptr)
+        del raw  # outgrown: the worst-case sizes below
+    exact = _bytes(bounds, ks, G, idx_bytes, val_bytes) > budget
+    raw, host = _run(*args, caps=bounds, exact=exact, table=table)
+    return _trimmed(raw, host, ptr)
+
+
+def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes, nodes,
+         ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype, index_dtype, *,
+         caps, exact, table):
+    """The hops' launches at capacities ``caps``; (raw outputs, host sizes + overflow flag)."""
+    xp = _xp(a_indptr)
+    n = a_indptr.size - 1
+    G = ptr.size - 1
+    L = len(ks)
+    has_vals = value_mode != 0
     keys, tags, bits = _table(xp, G, n, caps, table)
-    sizes = xp.empty((L, 2, G + 1), np.int64)
+    # Every hop's group pointers and, last, the overflow flag: one read.
+    flat = full(xp, L * 2 * (G + 1) + 1, 0, np.int64)
+    sizes = flat[:-1].reshape(L, 2, G + 1)
+    over = flat[-1:]
     gp = xp.asarray(ptr)
     gid = xp.asarray(np.asarray(group_ids, np.int64))
     empty_v = xp.empty(0, value_dtype if has_vals else np.float32)
@@ -357,32 +442,35 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
                np.int64(a_has_values), a_prefix, a_positives, a_modes, np.int64(W),
                np.int64(W), np.uint64(seed), np.uint64(streams[h]), np.int64(replace),
                np.int64(value_mode),
-               keys, tags, np.int64(bits), stamp, col, pv, ncnt)
+               keys, tags, np.int64(bits), stamp, col, pv, ncnt, over)
         hpos = xp.empty(cap * W, np.int64)
         flags = xp.empty(cap * w1, np.int64)
         launch(_hop_flags, cap, fr, gp, np.int64(n), np.int64(W), np.int64(cap), keys, tags,
-               np.int64(bits), stamp, col, ncnt, hpos, flags)
+               np.int64(bits), stamp, col, ncnt, hpos, flags, over)
         incl = scan(xp, flags)
-        next_cap = min(cap * w1, G * n)
+        next_cap = caps[h + 1] if not exact else min(cap * w1, G * n)
         bptr = xp.empty(cap + G, np.int64)
         bidx = xp.empty(cap * W, index_dtype)
         bval = xp.empty(cap * W, value_dtype) if has_vals else empty_v
         kept = xp.empty(next_cap, np.int64)
         kp = sizes[h, 0]
         launch(_hop_emit, cap, fr, gp, np.int64(W), col, pv, np.int64(has_vals), ncnt, hpos,
-               flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1])
+               flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1], over)
         raw.append((bptr, bidx, bval if has_vals else None, fr, kept))
         fr, gp = kept, kp
         if exact and h + 1 < L:
             cap = int(to_host(kp[G:])[0])
         else:
             cap = next_cap
-    return _trimmed(raw, to_host(sizes), ptr)
+    return raw, to_host(flat)
 
 
-def _trimmed(raw, host, ptr):
-    """Each hop's arrays cut to their true sizes (``host``: the sizes read back once)."""
+def _trimmed(raw, flat, ptr):
+    """Each hop's arrays cut to their true sizes (``flat``: the sizes read back once),
+    and each hop's growth."""
     G = ptr.size - 1
+    host = flat[:-1].reshape(len(raw), 2, G + 1)
+    growth = []
     hops = []
     dst_ptr = np.asarray(ptr, np.int64)
     dst = raw[0][3][:dst_ptr[G]] if raw else None
@@ -391,8 +479,9 @@ def _trimmed(raw, host, ptr):
         # The next hop's destinations are this hop's sources: the same view.
         src = src[:src_ptr[G]]
         hops.append((bptr, bidx, bval, dst, dst_ptr, src, src_ptr, entry_ptr))
+        growth.append(int(src_ptr[G]) / max(int(dst_ptr[G]), 1))
         dst, dst_ptr = src, src_ptr
-    return hops
+    return hops, growth
 
 
 def _free_bytes(xp):

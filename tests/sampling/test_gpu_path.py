@@ -130,7 +130,8 @@ def test_sim_hop_tables_and_exact_sizes(cp, table, exact):
     hops_call = hops.sample_hops
 
     def forced(*args, **kw):
-        return hops_call(*args, **{**kw, "table": table, "budget": 0 if exact else None})
+        return hops_call(*args, **{**kw, "table": table, "budget": 0 if exact else None,
+                                   "growth": None})
 
     hops.sample_hops = forced
     try:
@@ -179,6 +180,65 @@ def test_sim_fused_hops_keep_their_budget(cp):
     assert fake_cupy.STATS["reads"] == 1
     assert tally.launches == launches
     assert len(mbs) == 4
+
+
+@pytest.mark.parametrize("table", ["dense", "hash"])
+@pytest.mark.parametrize("growth", ["measured", "outgrown"])
+def test_sim_fused_hops_sized_by_growth(cp, table, growth, monkeypatch):
+    """Arrays sized by an earlier bulk's growth give the worst-case sizing's
+    blocks; a growth the bulk outgrows (the frontier, the next frontier or
+    the hash table too small) is caught on the device and the bulk runs
+    again at worst-case sizes: one more read, the same blocks."""
+    import fake_cupy
+    import kernels.cuda.hops as hops
+    from kernels import opcount
+    A, W = _graph(seed=8)
+    seeds = _seeds(A.nrows, k=3, b=5, seed=9)
+    nodes = cp.asarray(np.concatenate(seeds))
+    ptr = np.array([0, 5, 10, 15])
+    Wg = W.to("cuda")
+    import spla
+    spla.sample_hops(Wg, nodes[:5], ptr[:2], [1], seed=0, streams=[0])  # prefixes
+    args = (Wg.indptr, Wg.indices, Wg.values, True) + spla.sample.draw_arrays(Wg, True)[1:2] \
+        + spla.sample.draw_arrays(Wg, True)[3:] + (nodes, ptr, np.arange(3), [3, 2, 2], 5,
+                                                   [1, 2, 3], False, 1, np.dtype(np.float32),
+                                                   np.dtype(np.int32))
+    _, measured = hops.sample_hops(*args, table=table, growth=None)
+    hint = measured if growth == "measured" else [0.01] * 3
+    monkeypatch.setattr(hops, "SLACK", 0)  # tiny inputs: no rows of slack
+    fake_cupy.reset()
+    with opcount.counting() as tally:
+        got, again = hops.sample_hops(*args, table=table, growth=hint)
+    assert again == measured
+    assert tally.reads == (1 if growth == "measured" else 2)
+    assert fake_cupy.STATS["reads"] == tally.reads
+    # The blocks (the arrays' true ranges) are the CPU composition's.
+    cpu = spla.sample_hops(W, np.concatenate(seeds), ptr, [3, 2, 2], seed=5, streams=[1, 2, 3])
+    for h, (bptr, bidx, bval, dst, dp, src, sp, ep) in enumerate(got):
+        blocks, cdst, cdp, csrc, csp = cpu[h]
+        assert dp.tolist() == cdp.tolist() and sp.tolist() == csp.tolist()
+        assert np.array_equal(_host(src), csrc) and np.array_equal(_host(dst), cdst)
+        for g, b in enumerate(blocks):
+            e0, e1 = int(ep[g]), int(ep[g + 1])
+            r0, r1 = int(dp[g]), int(dp[g + 1])
+            assert np.array_equal(_host(bidx)[e0:e1], b.indices)
+            assert np.array_equal(_host(bptr)[r0 + g:r1 + g + 1], b.indptr)
+            assert np.array_equal(_host(bval)[e0:e1], b.values)
+
+
+def test_sim_sample_hops_remembers_the_growth(cp):
+    """spla.sample_hops keeps each bulk's growth on the matrix for the next one."""
+    import spla
+    A, _ = _graph(seed=10)
+    Ag = A.to("cuda")
+    seeds = _seeds(A.nrows, k=2, b=4, seed=11)
+    nodes, ptr = cp.asarray(np.concatenate(seeds)), [0, 4, 8]
+    first = spla.sample_hops(Ag, nodes, ptr, [2, 2], seed=1, streams=[0, 1])
+    kept = [v for k, v in Ag._cache.items() if k[0] == "hop_growth"]
+    assert len(kept) == 1 and len(kept[0]) == 2 and all(r >= 1 for r in kept[0])
+    second = spla.sample_hops(Ag, nodes, ptr, [2, 2], seed=1, streams=[0, 1])
+    for (b1, *_), (b2, *_) in zip(first, second):
+        assert all(x.to("cpu").isequal(y.to("cpu")) for x, y in zip(b1, b2))
 
 
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn"])
