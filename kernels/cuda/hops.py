@@ -30,11 +30,16 @@ open-addressing hash table; a hop's entries carry a stamp in their high bits
 that is smaller than every earlier hop's, so the atomic minimum overrides
 the last hop's entry and one table serves all hops of a bulk, cleared once.
 
-Outputs are sized by upper bounds known before the bulk starts (``W``
+Outputs are sized before the bulk starts, so nothing waits on the device
+between hops; the true sizes (the per-group pointers of every hop) come
+back in one read at the end.  The sizes are either upper bounds (``W``
 slots per row; at most ``rows * (W + 1)`` distinct columns per hop, and
-``n`` per group), so nothing waits on the device between hops; the true
-sizes (the per-group pointers of every hop) come back in one read at the
-end.  When the bounds would not fit in the device's memory the driver
+``n`` per group) or, given the frontier growth of an earlier bulk, that
+growth with a margin: the bounds are several times the true frontiers
+after a few hops, and the scans, tables and grids sized by them are what
+a large bulk spends most of its GPU time on.  A bulk that outgrows the
+estimate (a frontier, the next frontier or the hash table) raises a flag
+on the device, read with the sizes, and runs again at the bounds.  When the bounds would not fit in the device's memory the driver
 reads each hop's frontier size instead (one read per hop) and sizes the
 next hop exactly.
 """
