@@ -540,7 +540,13 @@ def main(argv=None):
     p.add_argument("--no-unfused", dest="unfused", action="store_false",
                    help="skip the operator-by-operator GraphSAGE path (the fused one only)")
     p.add_argument("--out", default=None, help="results file (default: results/gpu_<device>.md)")
+    p.add_argument("--watchdog", type=float, default=0,
+                   help="after this many seconds print every thread's stack and exit (a "
+                        "hang on a lent machine then says where it is)")
     args = p.parse_args(argv)
+    if args.watchdog > 0:
+        import faulthandler
+        faulthandler.dump_traceback_later(args.watchdog, exit=True)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     bad = sorted(set(sections) - set(SECTIONS))
     if bad:
