@@ -25,6 +25,7 @@ from sampling.loading.hetero_loader import HeteroInputs, check_hetero_sampler, i
 from sampling.loading.inputs import Inputs
 from sampling.loading.pipeline import Prefetcher, prefetch_allowed
 from sampling.loading.ranks import comm_of, distribution, part_shares, show_args
+from sampling.loading.staging import staging_for
 from sampling.samplers.base import Sampler, owned_batches
 from sampling.samplers.batches import BulkPlanner, epoch_batches, step_major_bulks
 
@@ -94,6 +95,12 @@ class NodeLoader:
         Where ``mb.x`` and ``mb.y`` go ("cpu", "cuda", "cuda:1", ...).  The
         blocks stay where the sampler's graph is (on the GPU for a graph
         on the GPU).
+    staging : {"auto", True, False}, default "auto"
+        With ``prefetch``, copy ``x`` and ``y`` to the device through
+        pinned buffers on a side CUDA stream, in the background thread
+        (``sampling.loading.staging``): the training loop waits on an
+        event, never on a copy.  ``"auto"``: for a CUDA ``device`` and
+        features on the host; ``True`` also on the CPU (same minibatches).
     comm : MPI communicator, optional
         Data parallelism over ``comm`` for a sampler on a local (replicated)
         graph, as ``torch``'s ``DistributedSampler``: each rank samples and
@@ -225,7 +232,7 @@ class NodeLoader:
 
     def __init__(self, sampler, seeds, batch_size, *, features=None, labels=None,
                  shuffle=True, drop_last=False, seed=0, bulk=None, memory_budget=None,
-                 prefetch=0, device="cpu", comm=None, partition=None):
+                 prefetch=0, device="cpu", comm=None, partition=None, staging="auto"):
         func = "NodeLoader"
         typed = is_typed_seeds(seeds)
         if not typed and not isinstance(sampler, Sampler):
@@ -265,6 +272,10 @@ class NodeLoader:
             else:
                 # A local sampler and a replicated store are their own twins.
                 self._bg = (sampler.dup(), F.dup() if self._inputs.kind == "store" else F)
+        self._staging = None
+        if self._bg is not None and comm is None and not typed:
+            self._staging = staging_for(func, self._inputs, n, features, labels,
+                                        self.prefetch, staging)
 
     def _check_args(self, func, seeds, n, batch_size, shuffle, drop_last, seed, prefetch,
                     partition):
@@ -429,7 +440,7 @@ class NodeLoader:
             return owned_batches(k, dist[1], rank, dist[2])
         return list(range(*chunk(k, self._p, rank)))
 
-    def _sample_bulk(self, epoch, batches, ids, sampler, features):
+    def _sample_bulk(self, epoch, batches, ids, sampler, features, inputs=None):
         """Sample one bulk and attach its features and labels: this rank's minibatches.
 
         ``sampler`` and ``features`` are the loader's, or their twins on
@@ -445,8 +456,9 @@ class NodeLoader:
         mbs = sampler.sample([batches[i] for i in ids], seed=self.seed, epoch=epoch,
                              batch_ids=ids, **typed) if ids else []
         t1 = time.perf_counter()
-        xs = self._inputs.gather_x([mb.input_nodes for mb in mbs], features)
-        ys = self._inputs.gather_y([mb.seeds for mb in mbs])
+        inputs = self._inputs if inputs is None else inputs
+        xs = inputs.gather_x([mb.input_nodes for mb in mbs], features)
+        ys = inputs.gather_y([mb.seeds for mb in mbs])
         mbs = [dataclasses.replace(mb, x=None if xs is None else xs[j],
                                    y=None if ys is None else ys[j],
                                    meta={**mb.meta, "epoch": epoch})
@@ -469,6 +481,8 @@ class LoaderStats:
     fetch: float = 0.0
     #: seconds the consumer waited for a prefetched bulk
     wait: float = 0.0
+    #: seconds packing and copying staged bulks to the device (background)
+    copy: float = 0.0
     #: bulks produced
     bulks: int = 0
     #: sampled edges of this rank's minibatches
@@ -498,8 +512,15 @@ class _EpochIterator:
         if loader._bg is not None and bulks:
             sampler, features = loader._bg
 
+        staging = loader._staging if loader._bg is not None and bulks else None
+        self._staging, self._held = staging, None
+
         def make(i):
-            return loader._sample_bulk(epoch, batches, bulks[i], sampler, features)
+            if staging is None:
+                return loader._sample_bulk(epoch, batches, bulks[i], sampler, features)
+            mbs, ts, tf = loader._sample_bulk(epoch, batches, bulks[i], sampler, features,
+                                              staging[1])
+            return staging[0].stage(mbs), ts, tf
 
         if loader._bg is not None and bulks:
             # The prefetcher stops itself when this iterator drops it: its
@@ -523,6 +544,9 @@ class _EpochIterator:
                     item = self._worker.get()
                     mbs, ts, tf = item.value
                     self.stats.wait += item.waited
+                    if self._staging is not None:
+                        self.stats.copy += mbs.seconds
+                        mbs, self._held = mbs.take(self._held), mbs
             except BaseException:
                 self.close()
                 raise
@@ -553,9 +577,16 @@ class _EpochIterator:
             return True
         if timeout is None:
             self._worker.stop()
-            return True
-        self._worker.stop(wait=False)
-        return self._worker.join(timeout)
+            ended = True
+        else:
+            self._worker.stop(wait=False)
+            ended = self._worker.join(timeout)
+        if ended and self._staging is not None:
+            # Once the producer has ended, the staging ring is free for the
+            # next epoch (a producer still running keeps its slots).
+            self._staging[0].end_epoch(self._held)
+            self._staging = self._held = None
+        return ended
 
 
 __all__ = ["NodeLoader", "LoaderStats", "DEFAULT_BULK", "MAX_EPOCH", "cut_epoch"]
