@@ -155,9 +155,38 @@ def make_partition(opts, comm, A):
     return P if P is not None else Partition(part, parts, method="metis")
 
 
-def make_sampler(opts, comm, A, P):
+def resolve_placement(opts, comm, A, features):
+    """Where ``--device cuda`` samples on one process: 'cuda', 'uva' or 'cpu'.
+
+    ``--sample-on`` when given, else ``choose_placement`` on the graph's and
+    the (dense float32) features' bytes against the free device memory
+    (capped by ``--device-memory-limit`` or ``$SPLA_DEVICE_MEMORY_LIMIT``).
+    None with ``--device cpu`` and under MPI or with a partitioned graph,
+    where the distributed graph is sampled on the host as always (there
+    ``--sample-on cuda|uva`` is a ``UsageError``).
+    """
+    if opts.device != "cuda":
+        return None
+    size = 1 if comm is None else comm.Get_size()
+    if opts.graph == "partitioned" or size > 1:
+        if opts.sample_on in ("cuda", "uva"):
+            raise UsageError(f"--sample-on {opts.sample_on} applies to one process with "
+                             "--graph replicated (a distributed graph is sampled on the "
+                             "host); use --sample-on cpu or auto")
+        return None
+    if opts.sample_on != "auto":
+        return opts.sample_on
+    from sampling.loading.placement import choose_placement, free_device_bytes
+    graph = sum(int(a.nbytes) for a in (A.indptr, A.indices, A.values) if a is not None)
+    feature_bytes = 4 * int(np.prod(getattr(features, "shape", (0,))))
+    return choose_placement(graph, feature_bytes, free_device_bytes(opts.device_memory_limit),
+                            features_on_device=True)
+
+
+def make_sampler(opts, comm, A, P, placement=None):
     """(graph, sampler) that ``opts`` name: the graph distributed over ``comm`` when
-    partitioned or under MPI (replicated then), moved to the GPU with ``--device cuda``."""
+    partitioned or under MPI (replicated then), else where ``placement`` says
+    (``resolve_placement``: device memory, mapped host memory or the host)."""
     import spla
     from sampling import FastGCN, GraphSAGE, LADIES
     size = 1 if comm is None else comm.Get_size()
@@ -167,7 +196,10 @@ def make_sampler(opts, comm, A, P):
         G = spla.distribute(A, comm, layout=layout, replication=opts.replication,
                             replicate_graph=not partitioned, partition=P)
     else:
-        G = A.to("cuda") if opts.device == "cuda" else A
+        if placement is None:
+            placement = "cuda" if opts.device == "cuda" else "cpu"
+        G = {"cuda": lambda: A.to("cuda"), "uva": lambda: A.to("cuda", memory="host"),
+             "cpu": lambda: A}[placement]()
     kind = {"sage": GraphSAGE, "ladies": LADIES, "fastgcn": FastGCN}[opts.sampler]
     return G, kind(G, opts.sizes)
 
@@ -240,5 +272,6 @@ def plan_bulk(opts, comm, sampler, minibatch_size, steps):
 
 
 __all__ = ["MODEL_PROTOCOL", "load_dataset", "features_of", "dense_features", "check_model",
-           "check_logits", "check_cuda", "check_sampler", "make_partition", "make_sampler", "sampler_kind",
+           "check_logits", "check_cuda", "check_sampler", "make_partition", "make_sampler",
+           "resolve_placement", "sampler_kind",
            "make_store", "plan_bulk", "what"]

@@ -22,7 +22,7 @@ from dataclasses import fields
 from sampling.train.launch import launcher_rank
 from sampling.train.options import (BNS_MODELS, CACHE_POLICIES, MODELS, DEVICES, FEATURE_LAYOUTS,
                                     GRAPH_MODES, MODES, PARTITIONS, SAMPLERS, SPLITS, TrainOptions,
-                                    UsageError, check_options, is_ogb_name)
+                                    SAMPLE_ON, UsageError, check_options, is_ogb_name)
 
 
 def _number(parse, ok, expected):
@@ -305,6 +305,16 @@ def _model_arguments(p, d):
     p.add_argument("--device", choices=DEVICES,
                    help="where the model runs (cuda also samples on the GPU when running "
                         "on one process)" + _default(d.device))
+    p.add_argument("--sample-on", choices=SAMPLE_ON,
+                   help="--device cuda, one process: where the graph is sampled: cuda "
+                        "(graph in device memory), uva (graph in pinned host memory the GPU "
+                        "reads), cpu (CPU sampling, inputs copied through pinned buffers "
+                        "while the previous bulk trains: give --prefetch K); auto picks from "
+                        "the graph's size and the free device memory" + _default(d.sample_on))
+    p.add_argument("--device-memory-limit", type=_positive_int, metavar="BYTES",
+                   help="--device cuda: act as if at most BYTES of device memory were free "
+                        "(tests a graph larger than the GPU; also $SPLA_DEVICE_MEMORY_LIMIT)"
+                        + _default("none"))
     p.add_argument("--epochs", type=_positive_int, metavar="N",
                    help="training epochs" + _default("20; 200 with --mode bns"))
     p.add_argument("--lr", type=_positive_float, metavar="LR",
@@ -353,7 +363,8 @@ def _check_given(given):
     if bns:
         for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk",
                      "memory_budget", "graph", "replication", "split", "feature_cache",
-                     "cache_policy", "prefetch", "features", "device", "plot", "num_bases"):
+                     "cache_policy", "prefetch", "features", "device", "plot", "num_bases",
+                     "sample_on", "device_memory_limit"):
             if name in given:
                 raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
                                  "--mode bns trains the whole graph (no sampler, "

@@ -18,6 +18,7 @@ import time
 from spla import comm as C
 from spla.exceptions import SplaError
 
+from sampling.loading.placement import device_oom, oom_message
 from sampling.train.cli import build_parser, options_from_args
 from sampling.train.launch import launcher_rank, require_torch, world_comm
 from sampling.train.options import UsageError
@@ -251,6 +252,12 @@ def _train(opts, comm, interrupts=None):
             # collective, so abort_on_error must end the job.
             raise
         return _usage_error(exc, rank == 0)
+    except Exception as exc:  # noqa: BLE001 - only a device OOM is handled, others re-raised
+        oom = device_oom(exc)
+        if oom is None or size > 1:
+            # Under MPI an OOM is one rank's: abort_on_error ends the job.
+            raise
+        return _usage_error(oom_message(oom), True)
 
 
 def _is_interrupt(exc):

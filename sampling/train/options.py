@@ -13,6 +13,9 @@ from typing import Optional, Tuple
 SAMPLERS = ("sage", "ladies", "fastgcn")
 GRAPH_MODES = ("replicated", "partitioned")
 DEVICES = ("cpu", "cuda")
+# Where --device cuda samples (sampling.loading.placement): auto decides
+# from the sizes and the free device memory.
+SAMPLE_ON = ("auto", "cpu", "cuda", "uva")
 CACHE_POLICIES = ("degree", "frequency")  # those of sampling.loading.features.FeatureStore
 PARTITIONS = ("block", "metis", "hash")  # spla.partition.block / metis / hashed
 SPLITS = ("global", "part")  # how the training vertices are spread over the ranks
@@ -89,6 +92,8 @@ class TrainOptions:
     dataset: str = "cora"
     root: Optional[str] = None
     device: str = "cpu"
+    sample_on: str = "auto"
+    device_memory_limit: Optional[int] = None
     epochs: Optional[int] = None  # None: DEFAULT_EPOCHS[mode]
     lr: float = 0.01
     weight_decay: float = 5e-4
@@ -184,10 +189,28 @@ def _check_sampled(opts, sizes):
         raise UsageError(f"unknown graph mode {opts.graph!r}; use replicated or partitioned")
     if opts.device not in DEVICES:
         raise UsageError(f"unknown device {opts.device!r}; use cpu or cuda")
+    _check_placement(opts)
     what = "--fanouts" if opts.sampler == "sage" else "--layer-sizes"
     if sizes and opts.layers is not None and opts.layers != opts.depth:
         raise UsageError(f"{what} has {opts.depth} entries but the model has --layers "
                          f"{opts.layers}; give one entry per layer")
+
+
+def _check_placement(opts):
+    """--sample-on and --device-memory-limit: GPU placements need --device cuda."""
+    if opts.sample_on not in SAMPLE_ON:
+        raise UsageError(f"unknown --sample-on {opts.sample_on!r}; use auto, cpu, cuda or uva")
+    if opts.device == "cpu" and opts.sample_on not in ("auto", "cpu"):
+        raise UsageError(f"--sample-on {opts.sample_on} needs --device cuda (with --device "
+                         "cpu everything samples on the CPU); add --device cuda or drop "
+                         "--sample-on")
+    lim = opts.device_memory_limit
+    if lim is not None and (isinstance(lim, bool) or not isinstance(lim, numbers.Integral)
+                            or lim < 1):
+        raise UsageError(f"--device-memory-limit must be a number of bytes >= 1; got {lim!r}")
+    if lim is not None and opts.device == "cpu":
+        raise UsageError("--device-memory-limit applies to --device cuda; drop it or add "
+                         "--device cuda")
 
 
 def _check_layout(opts):
@@ -247,7 +270,8 @@ def _check_bns(opts):
     d = TrainOptions()
     for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk", "memory_budget",
                  "graph", "replication", "split", "feature_cache", "cache_policy",
-                 "prefetch", "features", "device", "plot", "num_bases"):
+                 "prefetch", "features", "device", "plot", "num_bases", "sample_on",
+                 "device_memory_limit"):
         if getattr(opts, name) != getattr(d, name):
             raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "
                              "--mode bns trains the whole graph (no sampler, minibatches "

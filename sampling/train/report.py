@@ -13,12 +13,17 @@ _COLS = [("epoch", 5), ("loss", 7), ("val acc", 7), ("sample s", 8), ("fetch s",
 # waiting for the next bulk, and the share of sample + fetch hidden behind
 # training (sample s and fetch s are then background seconds).
 _PREFETCH_COLS = [("wait s", 7), ("overlap", 7)]
+# Only on a GPU (--device cuda): the background seconds copying staged bulks
+# to the device, and the epoch's wall time over the sum of its phases.
+_GPU_COLS = [("copy s", 7), ("ep/sum", 6)]
 _CACHE_COL = ("cache hit", 9)  # only with a feature cache (--feature-cache)
 _AFTER_FETCH = 5
 
 
-def _columns(cache, prefetch):
+def _columns(cache, prefetch, gpu=False):
     cols = list(_COLS)
+    if gpu:
+        cols[_AFTER_FETCH:_AFTER_FETCH] = _GPU_COLS
     if prefetch:
         cols[_AFTER_FETCH:_AFTER_FETCH] = _PREFETCH_COLS
     if cache:
@@ -56,11 +61,12 @@ def table_line(columns, cells=None):
     return "  ".join(v.rjust(w) for v, (_, w) in zip(cells, columns))
 
 
-def header(cache=False, prefetch=False):
+def header(cache=False, prefetch=False, gpu=False):
     """The table's header line.
 
     ``cache``: with the feature cache's hit-rate column; ``prefetch``: with
-    the ``wait s`` and ``overlap`` columns (after ``fetch s``).
+    the ``wait s`` and ``overlap`` columns (after ``fetch s``); ``gpu``:
+    with ``copy s`` and ``ep/sum`` (after those).
 
     Examples
     --------
@@ -69,10 +75,10 @@ def header(cache=False, prefetch=False):
     >>> "wait s" in header(prefetch=True), "wait s" in header()
     (True, False)
     """
-    return table_line(_columns(cache, prefetch))
+    return table_line(_columns(cache, prefetch, gpu))
 
 
-def format_row(s, cache=False, prefetch=False):
+def format_row(s, cache=False, prefetch=False, gpu=False):
     """One table row for ``EpochStats`` s (``cache`` and ``prefetch`` as for ``header``).
 
     ``overlap`` is ``1 - wait / (sample + fetch)``, '-' for an epoch that
@@ -93,6 +99,10 @@ def format_row(s, cache=False, prefetch=False):
     vals = [f"{s.epoch:d}", f"{s.loss:.4f}", f"{s.val_acc:.4f}", f"{t['sample']:.3f}",
             f"{t['fetch']:.3f}", f"{t['fwd/bwd']:.3f}", f"{t['allreduce']:.3f}",
             f"{t['eval']:.3f}", _si(s.seps), f"{s.bytes_moved / 1e6:.2f}", _by_phase(s)]
+    if gpu:
+        r = s.phase_ratio
+        vals[_AFTER_FETCH:_AFTER_FETCH] = [f"{s.copy:.3f}",
+                                           f"{r:.2f}" if math.isfinite(r) else "-"]
     if prefetch:
         ov = s.overlap
         vals[_AFTER_FETCH:_AFTER_FETCH] = [f"{s.wait:.3f}",
@@ -100,7 +110,7 @@ def format_row(s, cache=False, prefetch=False):
     if cache:
         rate = s.cache_hit_rate
         vals.append(f"{100 * rate:.1f} %" if math.isfinite(rate) else "-")
-    return table_line(_columns(cache, prefetch), vals)
+    return table_line(_columns(cache, prefetch, gpu), vals)
 
 
 def _by_phase(s):

@@ -67,6 +67,22 @@ class EpochStats:
     wall: float = float("nan")
     #: bytes sent per phase ('sample', 'features', 'gradients', 'other'), all ranks
     bytes_by_phase: dict = field(default_factory=dict)
+    #: seconds packing and copying staged bulks to the GPU (background thread)
+    copy: float = 0.0
+
+    @property
+    def phase_ratio(self):
+        """Epoch wall time over the sum of the phases (copy included): 1 when
+        the phases ran one after the other, lower the more they overlapped;
+        NaN without a wall time.
+
+        Examples
+        --------
+        >>> EpochStats(1, 0, 0, {"sample": 1.0, "fwd/bwd": 1.0}, copy=1.0, wall=1.5).phase_ratio
+        0.5
+        """
+        busy = sum(self.times.values()) + self.copy
+        return self.wall / busy if busy > 0 else float("nan")
 
     @property
     def overlap(self):

@@ -29,7 +29,8 @@ from spla.exceptions import DTypeError
 
 from sampling.train.build import (check_cuda, check_logits, check_model, check_sampler,
                                   dense_features, features_of, load_dataset, make_partition,
-                                  make_sampler, make_store, plan_bulk, sampler_kind)
+                                  make_sampler, make_store, plan_bulk, resolve_placement,
+                                  sampler_kind)
 from sampling.train.hetero import build_hetero, homogeneous_only, is_hetero
 from sampling.train.launch import default_threads, using_threads, world_comm
 from sampling.train.state import RunState
@@ -179,6 +180,8 @@ class Trainer:
             else:
                 homogeneous_only(opts)
                 features = features_of(ds)
+                self.placement = (resolve_placement(opts, self.comm, ds.A, features)
+                                  if sampler is None else None)
                 if sampler is not None:
                     check_sampler(opts, self.comm, sampler, ds)
                 if model is not None:
@@ -195,7 +198,11 @@ class Trainer:
                                 self.partition, splits)
         self._x_all = None
         if not self.columns and self.store.replicated:
-            self._x_all = self.torch.from_numpy(self.store.local).to(self.device)
+            # Placement 'cpu': the features stay on the host, and the loader
+            # stages each bulk's rows to the device (sampling.loading.staging).
+            self._x_all = self.torch.from_numpy(self.store.local)
+            if self.placement != "cpu":
+                self._x_all = self._x_all.to(self.device)
         # --batch-size is the global batch of a step: each rank trains a
         # minibatch of ceil(batch / p) seeds per step, so a step covers about
         # the same seeds, and an epoch has about as many steps, for every p.
@@ -217,7 +224,7 @@ class Trainer:
         P = (make_partition(opts, self.comm, ds.A) if partitioned and sampler is None
              else None)
         if sampler is None:
-            G, sampler = make_sampler(opts, self.comm, ds.A, P)
+            G, sampler = make_sampler(opts, self.comm, ds.A, P, self.placement)
             kind = opts.sampler
         else:
             G = sampler.D if sampler.D is not None else sampler.A
@@ -482,14 +489,14 @@ class Trainer:
         tot = self._reduce([sums["loss"], sums["seeds"], loaded.sampled_edges, hits, asked]
                            + list(phases.values()))
         elapsed = time.perf_counter() - started
-        tmax = self._reduce([t[k] for k in PHASES] + [loaded.wait, elapsed], "max")
+        tmax = self._reduce([t[k] for k in PHASES] + [loaded.wait, loaded.copy, elapsed], "max")
         by_phase = {k: int(v) for k, v in zip(phases, tot[5:])}
         stats = EpochStats(epoch + 1, tot[0] / max(tot[1], 1.0), val,
-                           dict(zip(PHASES, tmax[:-2].tolist())), int(tot[2]),
+                           dict(zip(PHASES, tmax[:-3].tolist())), int(tot[2]),
                            sum(by_phase.values()), sums["steps"], int(tot[3]), int(tot[4]),
-                           wait=float(tmax[-2]), prefetch=self.train_loader.prefetch
+                           wait=float(tmax[-3]), prefetch=self.train_loader.prefetch
                            if self.train_loader._bg is not None else 0,
-                           wall=float(tmax[-1]), bytes_by_phase=by_phase)
+                           wall=float(tmax[-1]), bytes_by_phase=by_phase, copy=float(tmax[-2]))
         self.history.append(stats)
         return stats
 
@@ -545,14 +552,14 @@ class Trainer:
         with self._working():
             epochs = self.opts.epochs if epochs is None else epochs
             start = len(self.history)
-            cache = self._cache_fraction() > 0
-            prefetch = self.opts.prefetch > 0
+            cols = dict(cache=self._cache_fraction() > 0, prefetch=self.opts.prefetch > 0,
+                        gpu=self.opts.device == "cuda")
             if log and self.rank == 0:
-                log(header(cache=cache, prefetch=prefetch))
+                log(header(**cols))
             for e in range(start, start + epochs):
                 stats = self.train_epoch(e)
                 if log and self.rank == 0:
-                    log(format_row(stats, cache=cache, prefetch=prefetch))
+                    log(format_row(stats, **cols))
             return self.evaluate("test")
 
     def parameter_checksum(self):
