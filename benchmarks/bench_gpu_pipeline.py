@@ -1,0 +1,148 @@
+#!/usr/bin/env python
+"""The hybrid CPU-sampling / GPU-training pipeline and the placements (one GPU).
+
+Run on a machine with a CUDA GPU (exits with status 2 without one)::
+
+    python benchmarks/bench_gpu_pipeline.py [--epochs 2] [--prefetch 2]
+        [--pipeline-dataset rmat:18] [--datasets cora,rmat:16] [--out FILE]
+
+Every run is the main job's ``Trainer`` (``python -m sampling.train
+--device cuda --sample-on ...``), GraphSAGE with the default fanouts, seed
+0, in this process, each dataset loaded once; the first epoch of every
+configuration is a warm-up (compilation, allocator) and is not timed.
+
+**(a) pipeline**: on ``--pipeline-dataset``, ``--sample-on cpu`` with
+``--prefetch K`` (sampling, gathering, packing into pinned buffers and the
+side-stream copy in the background thread) against ``--prefetch 0`` (the
+same job with a blocking copy after each gather).  Printed: epoch seconds,
+the phases (sample, fetch, copy, train = fwd/bwd), epoch / max(sample,
+copy, train) (issue 37's target: <= 1.15), epoch / max(producer, train)
+where the producer is the one thread's sample + fetch + copy, and the
+speed-up of prefetch over the synchronous job (target >= 3x).
+
+**(b) placements**: on each of ``--datasets``, ``--device cpu`` and
+``--device cuda`` with ``--sample-on cpu`` (with ``--prefetch K``),
+``cuda`` and ``uva``: test accuracy and mean epoch seconds side by side
+(target: accuracy within 1 point of the CPU run).
+
+Prints a markdown table; ``--out FILE`` appends it to FILE.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--pipeline-dataset", default="rmat:18")
+    p.add_argument("--datasets", default="cora,rmat:16")
+    p.add_argument("--epochs", type=int, default=2, help="timed epochs (after one warm-up)")
+    p.add_argument("--prefetch", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--threads", type=int, default=None, help="CPU sampling threads")
+    p.add_argument("--out", default=None, help="append the markdown table to this file")
+    return p.parse_args(argv)
+
+
+def have_gpu():
+    try:
+        import cupy
+        import torch
+        return torch.cuda.is_available() and cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - no cupy, torch, driver or device
+        return False
+
+
+def run_config(ds, name, epochs, **kw):
+    """(stats of the timed epochs, test accuracy) of one configuration."""
+    import torch
+    from sampling.train import TrainOptions, Trainer
+    opts = TrainOptions(dataset=name, seed=0, progress=False, epochs=epochs + 1, **kw)
+    t = Trainer(opts, dataset=ds)
+    stats = []
+    for e in range(epochs + 1):
+        s = t.train_epoch(e)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        if e:
+            stats.append(s)
+    return stats, t.evaluate("test")
+
+
+def mean(stats, f):
+    return statistics.fmean(f(s) for s in stats)
+
+
+def pipeline(args, lines, log):
+    from sampling.datasets import load
+    name = args.pipeline_dataset
+    ds = load(name)
+    lines += [f"### (a) Hybrid pipeline on `{name}` (--sample-on cpu, batch "
+              f"{args.batch_size}, {args.epochs} timed epochs)", "",
+              "| prefetch | epoch s | sample s | fetch s | copy s | train s | "
+              "epoch/max(sample,copy,train) | epoch/max(producer,train) |",
+              "|---|---|---|---|---|---|---|---|"]
+    walls = {}
+    for k in (0, args.prefetch):
+        stats, _ = run_config(ds, name, args.epochs, device="cuda", sample_on="cpu",
+                              prefetch=k, batch_size=args.batch_size, threads=args.threads)
+        wall = mean(stats, lambda s: s.wall)
+        ph = {p: mean(stats, lambda s, p=p: s.times[p]) for p in ("sample", "fetch", "fwd/bwd")}
+        copy = mean(stats, lambda s: s.copy)
+        r1 = wall / max(ph["sample"], copy, ph["fwd/bwd"])
+        r2 = wall / max(ph["sample"] + ph["fetch"] + copy, ph["fwd/bwd"])
+        walls[k] = wall
+        lines.append(f"| {k} | {wall:.3f} | {ph['sample']:.3f} | {ph['fetch']:.3f} | "
+                     f"{copy:.3f} | {ph['fwd/bwd']:.3f} | {r1:.2f} | {r2:.2f} |")
+        log(lines[-1])
+    lines += ["", f"Speed-up of --prefetch {args.prefetch} over synchronous copies: "
+              f"{walls[0] / walls[args.prefetch]:.2f}x (target >= 3x; epoch/max target "
+              "<= 1.15)", ""]
+
+
+def placements(args, lines, log):
+    from sampling.datasets import load
+    lines += ["### (b) Placements (test accuracy, mean epoch seconds)", "",
+              "| dataset | run | test acc | epoch s |", "|---|---|---|---|"]
+    runs = [("--device cpu", dict(device="cpu")),
+            ("cuda, --sample-on cpu", dict(device="cuda", sample_on="cpu",
+                                           prefetch=args.prefetch)),
+            ("cuda, --sample-on cuda", dict(device="cuda", sample_on="cuda")),
+            ("cuda, --sample-on uva", dict(device="cuda", sample_on="uva"))]
+    for name in [d for d in args.datasets.split(",") if d]:
+        ds = load(name)
+        for label, kw in runs:
+            stats, acc = run_config(ds, name, args.epochs, threads=args.threads, **kw)
+            lines.append(f"| {name} | {label} | {acc:.4f} | "
+                         f"{mean(stats, lambda s: s.wall):.3f} |")
+            log(lines[-1])
+    lines.append("")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not have_gpu():
+        print("bench_gpu_pipeline: needs cupy and a CUDA GPU", file=sys.stderr)
+        return 2
+    import torch
+    log = lambda *a: print(f"[{time.strftime('%H:%M:%S')}]", *a, file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    lines = [f"## GPU pipeline and placements ({torch.cuda.get_device_name()}, "
+             f"{time.strftime('%Y-%m-%d')})", "",
+             "Command: `python benchmarks/bench_gpu_pipeline.py "
+             + " ".join(sys.argv[1:] if argv is None else argv) + "`", ""]
+    pipeline(args, lines, log)
+    placements(args, lines, log)
+    lines.append(f"Wall time of the script: {time.perf_counter() - started:.0f} s")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
