@@ -17,7 +17,7 @@ Subpackages, one job each:
 """
 
 from sampling import _moved
-from sampling.loading import FeatureStore, NodeLoader, PrefetchWarning
+from sampling.loading import DeviceFeatureCache, FeatureStore, NodeLoader, PrefetchWarning
 from sampling.samplers import (ALL_NEIGHBORS, Block, BulkPlanner, DirectedGraphWarning,
                                FastGCN, GraphSAGE, GraphSAGEConfig, LADIES, LayerWiseConfig,
                                MiniBatch, Sampler, SamplerConfig, epoch_batches,
@@ -29,7 +29,8 @@ from sampling.models.embedding import Embedding
 
 _moved.install()
 
-__all__ = ["Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
+__all__ = ["DeviceFeatureCache",
+           "Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",
            "FastGCN", "LayerWiseConfig", "MiniBatch", "Block", "epoch_batches",
            "BulkPlanner", "gather_minibatches", "FeatureStore", "NodeLoader", "ALL_NEIGHBORS",
            "stream_of", "DirectedGraphWarning", "PrefetchWarning", "HeteroGraph",

@@ -11,5 +11,5 @@ from kernels.cuda import _util
 if not _util.SIM:
     _util.check_numba_cuda()
 
-from kernels.cuda import (csr, ewise, extract, groups, hops, masked, positions,  # noqa: E402,F401
-                          reduce, sample, spgemm, spmm, topk)
+from kernels.cuda import (csr, ewise, extract, gather, groups, hops, masked,  # noqa: E402,F401
+                          positions, reduce, sample, spgemm, spmm, topk)

@@ -12,8 +12,9 @@ and ``hetero_loader`` (the inputs of seeds of one vertex type of a
 ``HeteroGraph``).
 """
 
+from sampling.loading.device_cache import DeviceFeatureCache
 from sampling.loading.features import FeatureStore
 from sampling.loading.loader import NodeLoader
 from sampling.loading.pipeline import Prefetcher, PrefetchWarning
 
-__all__ = ["FeatureStore", "NodeLoader", "Prefetcher", "PrefetchWarning"]
+__all__ = ["DeviceFeatureCache", "FeatureStore", "NodeLoader", "Prefetcher", "PrefetchWarning"]

@@ -17,6 +17,7 @@ from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, Missing
 from spla.matrix import Matrix
 
 from sampling.datasets.validation import check_labels, host_array
+from sampling.loading.device_cache import DeviceFeatureCache
 from sampling.loading.features import FeatureStore
 from sampling.samplers.minibatch import require_torch
 
@@ -47,6 +48,10 @@ class Inputs:
         need_torch = features is not None or labels is not None
         self.torch = require_torch(func) if need_torch else None
         self.device = as_device(func, device, self.torch)
+        if self.kind == "devcache" and getattr(self.device, "type", self.device) != "cuda":
+            fail(InvalidValue, func, "device", "a CUDA device ('cuda', 'cuda:0') when "
+                 "'features' is a DeviceFeatureCache (its rows are gathered on the GPU)",
+                 describe(device))
         self.labels = None if labels is None else as_labels(func, labels, n, self.torch,
                                                             self.device)
 
@@ -60,6 +65,9 @@ class Inputs:
         if kind == "store":
             # Collective when partitioned: called once per bulk on every rank.
             X = torch.from_numpy(F.fetch(ids)).to(self.device)
+        elif kind == "devcache":
+            # One kernel on the GPU; the sampler's ids are vertices of the graph.
+            X = torch.from_dlpack(F.gather(ids, check=False)).to(self.device, torch.float32)
         elif kind == "torch":
             X = F[torch_index(torch, ids, F.device)].to(self.device, torch.float32)
         elif kind == "scipy":
@@ -93,6 +101,11 @@ def as_features(func, features, n):
             fail(DimensionMismatch, func, "features", f"a FeatureStore of {n} rows (one per "
                  "vertex of the sampler's graph)", repr(features))
         return features, "store"
+    if isinstance(features, DeviceFeatureCache):
+        if features.num_nodes != n:
+            fail(DimensionMismatch, func, "features", f"a DeviceFeatureCache of {n} rows (one "
+                 "per vertex of the sampler's graph)", repr(features))
+        return features, "devcache"
     if isinstance(features, Matrix):
         _check_rows(func, features.shape, n, describe(features))
         return features.to("cpu").to_scipy(copy=False), "scipy"

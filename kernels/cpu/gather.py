@@ -1,0 +1,54 @@
+"""Row gathers through a hot-row cache (CPU twin of ``kernels.cuda.gather``).
+
+``gather_rows`` writes ``out[r] = hot[slot[v]]`` where vertex ``v = ids[r]``
+has a cache slot (``slot[v] >= 0``) and ``out[r] = cold[v]`` otherwise, and
+adds the number of rows served by ``hot`` to ``hits[0]``.  The matrices are
+passed flattened (C order) with their row width ``f``, as the CUDA twin
+takes them, so both have one signature per dtype.
+"""
+
+import numba
+import numpy as np
+
+
+@numba.njit(parallel=True, cache=True)
+def _gather(ids, slot, hot, cold, f, out):
+    n = ids.size
+    hit = 0
+    for r in numba.prange(n):
+        v = ids[r]
+        s = slot[v]
+        dst = r * f
+        if s >= 0:
+            src = s * f
+            for c in range(f):
+                out[dst + c] = hot[src + c]
+            hit += 1
+        else:
+            src = v * f
+            for c in range(f):
+                out[dst + c] = cold[src + c]
+    return hit
+
+
+def gather_rows(ids, slot, hot, cold, f, out, hits):
+    """Gather rows of ``hot`` (cached) or ``cold`` (all rows) into ``out``.
+
+    Parameters
+    ----------
+    ids : int64 array (k,)
+        The vertices whose rows are gathered, each in ``[0, slot.size)``.
+    slot : int64 array (n,)
+        The cache slot of each vertex (its row in ``hot``), or -1.
+    hot, cold : 1-D arrays of one dtype
+        The cached rows and the full matrix, flattened (C order), ``f`` wide.
+    f : int
+        The row width.
+    out : 1-D array (k * f,)
+        Written with the gathered rows.
+    hits : int64 array (1,)
+        ``hits[0]`` is increased by the number of rows found in ``hot``.
+    """
+    if ids.size:
+        hits[0] += _gather(ids, slot, hot, cold, np.int64(f), out)
+    return out
