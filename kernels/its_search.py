@@ -250,19 +250,128 @@ def search_first_draws(out, o, cnt, lo, hi, prefix, guide, key):
                                   scale)
 
 
+#: Entries per leaf chunk of the blocked sums, and children per block at
+#: every level above but the top (see ``blocked_prefix``).
+LEAF = 32
+
+
+@numba.njit(cache=True, inline="always")
+def blocked_prefix(lo, hi, values, scale, prefix, leaf):
+    """Write row ``[lo, hi)``'s inclusive prefix sum in the blocked order;
+    return the row total (the last prefix).
+
+    The order (the same on every device, so a block of GPU threads can
+    compute it in parallel and still equal this loop bit for bit): leaf
+    chunks of ``leaf`` consecutive entries are summed left to right into
+    ``c_j``; chunks form blocks of ``leaf`` chunks, those blocks of ``leaf``
+    blocks, and so on for three levels, the fourth level spanning the rest
+    of the row.  At each level ``l`` a block's exclusive running sum of its
+    children's totals is ``E_l`` (children left to right, a child's total
+    being its own last prefix), and the prefix of entry ``j`` is
+    ``fl(E_4 + fl(E_3 + fl(E_2 + fl(E_1 + c_j))))``.
+
+    * A row of at most ``leaf`` entries has every ``E_l = 0`` and
+      ``fl(0 + c) = c``: its prefix is the plain sequential sum.
+    * For non-negative weights the prefix is non-decreasing: within a leaf
+      ``c_j`` grows and ``fl(E + .)`` is monotone; at the end of a child the
+      prefix equals ``fl(E_l + T)``, which is the next child's ``E_l``, and
+      the next child starts at ``fl(E_l + x) >= E_l`` for ``x >= 0``.  The
+      same argument holds at each level, by induction from the leaves.
+
+    With ``scale != 1`` the summed weights are ``w * scale`` for positive
+    ``w`` and 0 otherwise (``row_stats``' rescaled pass); with ``scale ==
+    1`` the weights as given.
+    """
+    c = 0.0
+    e1 = 0.0
+    e2 = 0.0
+    e3 = 0.0
+    e4 = 0.0
+    k1 = leaf
+    k2 = leaf
+    k3 = leaf
+    k4 = leaf
+    for j in range(lo, hi):
+        w = np.float64(values[j])
+        if scale != 1.0:
+            w = w * scale if w > 0.0 else 0.0
+        c += w
+        prefix[j] = e4 + (e3 + (e2 + (e1 + c)))
+        k1 -= 1
+        if k1 == 0:  # a leaf ends; then maybe blocks of each level
+            k1 = leaf
+            e1 += c
+            c = 0.0
+            k2 -= 1
+            if k2 == 0:
+                k2 = leaf
+                e2 += e1
+                e1 = 0.0
+                k3 -= 1
+                if k3 == 0:
+                    k3 = leaf
+                    e3 += e2
+                    e2 = 0.0
+                    k4 -= 1
+                    if k4 == 0:
+                        k4 = leaf
+                        e4 += e3
+                        e3 = 0.0
+    return e4 + (e3 + (e2 + (e1 + c)))
+
+
+@numba.njit(cache=True, inline="always")
+def blocked_sum(val, lo, hi, hv, one, zero, leaf):
+    """The total of row ``[lo, hi)`` in ``blocked_prefix``'s order, in the
+    type of ``zero`` (the row reductions' ``plus`` on floats; ``hi - lo``
+    copies of ``one`` when ``hv`` is False)."""
+    c = zero
+    e1 = zero
+    e2 = zero
+    e3 = zero
+    e4 = zero
+    k1 = leaf
+    k2 = leaf
+    k3 = leaf
+    k4 = leaf
+    for j in range(lo, hi):
+        c += val[j] if hv else one
+        k1 -= 1
+        if k1 == 0:
+            k1 = leaf
+            e1 += c
+            c = zero
+            k2 -= 1
+            if k2 == 0:
+                k2 = leaf
+                e2 += e1
+                e1 = zero
+                k3 -= 1
+                if k3 == 0:
+                    k3 = leaf
+                    e3 += e2
+                    e2 = zero
+                    k4 -= 1
+                    if k4 == 0:
+                        k4 = leaf
+                        e4 += e3
+                        e3 = zero
+    return e4 + (e3 + (e2 + (e1 + c)))
+
+
 @numba.njit(cache=True, inline="always")
 def row_stats(lo, hi, values, has_values, prefix, write_prefix):
     """Scan one row: (positive count, mode), optionally writing its prefix.
 
     A row is ``UNIFORM`` when it is structural or all its weights are equal
-    and positive; otherwise ``WEIGHTED``.  The prefix holds the weights times
-    ``row_scale(max weight)``: a second pass rescales it in the rare rows
-    where that factor is not 1.
+    and positive; otherwise ``WEIGHTED``.  The prefix is ``blocked_prefix``'s
+    (the plain sequential sum for rows of at most ``LEAF`` entries) of the
+    weights times ``row_scale(max weight)``: a second pass rescales it in
+    the rare rows where that factor is not 1.
     """
     if not has_values:
         return hi - lo, UNIFORM
     positives = 0
-    acc = 0.0
     equal = True
     first = 0.0
     top = 0.0
@@ -276,18 +385,8 @@ def row_stats(lo, hi, values, has_values, prefix, write_prefix):
                 top = w
         if w != first:
             equal = False
-        acc += w
-        if write_prefix:
-            prefix[j] = acc
     if write_prefix:
-        scale = row_scale(top)
-        if scale != 1.0:
-            acc = 0.0
-            for j in range(lo, hi):
-                w = np.float64(values[j])
-                if w > 0.0:
-                    acc += w * scale
-                prefix[j] = acc
+        blocked_prefix(lo, hi, values, row_scale(top), prefix, LEAF)
     if equal and first > 0.0:
         return positives, UNIFORM
     return positives, WEIGHTED

@@ -1,14 +1,18 @@
 """Row-wise reduction with a monoid, CPU.
 
 ``identity`` (length-1 array of the output dtype) is what an empty row
-reduces to; ``op`` is a ``kernels.semiring_ops`` additive code.
+reduces to; ``op`` is a ``kernels.semiring_ops`` additive code.  ``plus`` sums in the blocked order
+of ``kernels.its_search.blocked_sum`` (the left-to-right sum for rows of at
+most ``LEAF`` entries), which the CUDA twin's block-per-row kernel can
+compute in parallel bit for bit; the other monoids fold left to right.
 """
 
 import numpy as np
 from numba import prange
 
 from kernels.parallel import parallel_kernel
-from kernels.semiring_ops import fold_row
+from kernels.its_search import LEAF, blocked_sum
+from kernels.semiring_ops import ADD_PLUS, fold_row
 
 
 @parallel_kernel(lambda ptr, val, hv, op, identity, one: int(ptr[-1]) + int(ptr.size))
@@ -22,5 +26,8 @@ def reduce_rows(ptr, val, hv, op, identity, one):
         if hi == lo:
             out[i] = identity[0]
             continue
-        fold_row(val, lo, hi, hv, op, onev, out, i)
+        if op == ADD_PLUS:
+            out[i] = blocked_sum(val, lo, hi, hv, onev, identity[0], LEAF)
+        else:
+            fold_row(val, lo, hi, hv, op, onev, out, i)
     return out

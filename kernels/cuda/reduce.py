@@ -1,8 +1,8 @@
 """Row-wise reduction with a monoid, CUDA.
 
-Twin of ``kernels.cpu.reduce``: one thread per row folds the row left to
-right with the helper the CPU kernel calls
-(``kernels.semiring_ops.fold_row``).  ``identity`` (length-1 array of the
+Twin of ``kernels.cpu.reduce``: one thread per row folds the row with the
+helpers the CPU kernel calls (``kernels.its_search.blocked_sum`` for
+``plus``, ``kernels.semiring_ops.fold_row`` otherwise).  ``identity`` (length-1 array of the
 output dtype) is what an empty row reduces to; ``op`` is a
 ``kernels.semiring_ops`` additive code.
 """
@@ -10,9 +10,11 @@ output dtype) is what an empty row reduces to; ``op`` is a
 from numba import cuda
 
 from kernels.cuda._util import device, launch, _xp
-from kernels.semiring_ops import fold_row as _fold_row
+from kernels.its_search import LEAF, blocked_sum as _blocked_sum
+from kernels.semiring_ops import ADD_PLUS, fold_row as _fold_row
 
 fold_row = device(_fold_row)
+blocked_sum = device(_blocked_sum)
 
 
 @cuda.jit(cache=True)
@@ -27,7 +29,10 @@ def _reduce_rows(ptr, val, hv, op, identity, one, out):
         if hi == lo:
             out[i] = identity[0]
             continue
-        fold_row(val, lo, hi, hv, op, onev, out, i)
+        if op == ADD_PLUS:
+            out[i] = blocked_sum(val, lo, hi, hv, onev, identity[0], LEAF)
+        else:
+            fold_row(val, lo, hi, hv, op, onev, out, i)
 
 
 def reduce_rows(ptr, val, hv, op, identity, one):
