@@ -1,0 +1,111 @@
+"""Block-per-row kernels for long rows (kernels/cuda/long_rows.py) against
+their CPU twins (``kernels.its_search.row_stats`` / ``blocked_prefix``),
+under the CUDA simulator (``test_sim_*``) and on a real GPU (``gpu``)."""
+
+import os
+
+import numpy as np
+import pytest
+
+IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+sim = pytest.mark.skipif(not IN_SIM, reason="runs in the CUDA simulator child")
+
+
+def _rows(lengths, rng, zeros=False, equal_row=None):
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    vals = rng.random(ptr[-1])
+    if zeros:
+        vals[rng.random(vals.size) < 0.3] = 0.0
+    if equal_row is not None:
+        vals[ptr[equal_row]:ptr[equal_row + 1]] = 0.5
+    return ptr, vals
+
+
+def _cpu(ptr, vals, leaf, long_min):
+    from kernels.its_search import blocked_prefix, row_max, row_scale, row_stats
+    n = ptr.size - 1
+    prefix = np.full(vals.size, np.nan)
+    pos = np.full(n, -1, np.int64)
+    modes = np.full(n, -1, np.int8)
+    for i in range(n):
+        lo, hi = ptr[i], ptr[i + 1]
+        if hi - lo <= long_min:
+            continue
+        pos[i], modes[i] = row_stats(lo, hi, vals, True, np.empty(0), False)
+        blocked_prefix(lo, hi, vals, row_scale(row_max(lo, hi, vals, True)), prefix, leaf)
+    return prefix, pos, modes
+
+
+def _gpu(xp, ptr, vals, leaf, long_min, has_values=True):
+    from kernels.cuda.long_rows import long_row_stats
+    n = ptr.size - 1
+    prefix = xp.full(vals.size, np.nan)
+    pos = xp.full(n, -1, np.int64)
+    modes = xp.full(n, -1, np.int8)
+    long_row_stats(xp.asarray(ptr), xp.asarray(vals), has_values, True, prefix, pos, modes,
+                   leaf=leaf, long_min=long_min)
+    get = getattr(xp, "asnumpy", np.asarray)
+    return get(prefix), get(pos), get(modes)
+
+
+def _check(xp, ptr, vals, leaf, long_min):
+    got = _gpu(xp, ptr, vals, leaf, long_min)
+    exp = _cpu(ptr, vals, leaf, long_min)
+    for g, e in zip(got, exp):
+        np.testing.assert_array_equal(g, e)
+    return got
+
+
+@sim
+@pytest.mark.parametrize("leaf", [2, 3])
+def test_sim_long_row_stats_equal_cpu(leaf):
+    rng = np.random.default_rng(leaf)
+    ptr, vals = _rows([5, 100, 0, 40, 3, 70], rng, zeros=True, equal_row=3)
+    prefix, pos, modes = _check(np, ptr, vals, leaf, long_min=8)
+    assert np.isnan(prefix[:5]).all() and pos[0] == -1  # short rows left alone
+    assert modes[3] == 0 and modes[1] == 1  # equal row UNIFORM, others WEIGHTED
+    # the levels make the order differ from the sequential sum
+    assert not np.array_equal(prefix[5:105], np.cumsum(vals[5:105]))
+
+
+@sim
+def test_sim_long_row_stats_production_leaf_equals_row_stats():
+    from kernels.its_search import row_stats
+    rng = np.random.default_rng(7)
+    ptr, vals = _rows([90, 2], rng)
+    prefix, pos, modes = _gpu(np, ptr, vals, None, long_min=8)
+    ref = np.empty(90)
+    p, m = row_stats(0, 90, vals, True, ref, True)
+    np.testing.assert_array_equal(prefix[:90], ref)
+    assert (pos[0], modes[0]) == (p, m)
+
+
+@sim
+def test_sim_long_row_stats_structural_and_zero_rows():
+    rng = np.random.default_rng(1)
+    ptr, vals = _rows([20, 30], rng)
+    vals[20:] = 0.0
+    _check(np, ptr, vals, 2, long_min=4)
+    _, pos, modes = _gpu(np, ptr, vals, 2, 4, has_values=False)
+    assert pos.tolist() == [20, 30] and modes.tolist() == [0, 0]
+
+
+def _cupy():
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return cupy
+    except Exception:  # noqa: BLE001 - no cupy or no device: skip
+        pass
+    return None
+
+
+@pytest.mark.gpu
+def test_gpu_long_row_stats_equal_cpu_on_a_long_row():
+    cp = _cupy()
+    if cp is None or IN_SIM:
+        pytest.skip("needs cupy and a GPU")
+    from kernels.its_search import LEAF
+    rng = np.random.default_rng(0)
+    ptr, vals = _rows([10 ** 5, 17, 3 * 10 ** 4], rng, zeros=True)
+    _check(cp, ptr, vals, LEAF, long_min=1024)
