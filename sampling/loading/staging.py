@@ -309,8 +309,8 @@ def staging_for(func, inputs, n, features, labels, prefetch, staging):
     ``staging`` is the loader's argument: ``"auto"`` stages when the loader
     prefetches (``prefetch > 0``) onto a CUDA device from features on the
     host (numpy, scipy, a ``FeatureStore`` or a CPU tensor); ``True``
-    stages whenever it prefetches (on a CPU device too: the same ring and
-    packing, for tests); ``False`` never.  The host inputs gather ``x`` and
+    stages such features whenever it prefetches (on a CPU device too: the
+    same ring and packing, for tests); ``False`` never.  The host inputs gather ``x`` and
     ``y`` on the CPU, the staging moves them.
 
     Examples
@@ -332,8 +332,11 @@ def staging_for(func, inputs, n, features, labels, prefetch, staging):
     if not prefetch or staging is False or inputs.kind is None:
         return None
     from sampling.loading.inputs import Inputs
-    host_features = inputs.kind != "torch" or features.device.type == "cpu"
-    if staging == "auto" and not (inputs.device.type == "cuda" and host_features):
+    # Only features gathered on the host are staged (a device tensor or a
+    # device feature cache gathers on the GPU already).
+    host_features = inputs.kind in ("numpy", "scipy", "store") or (
+        inputs.kind == "torch" and inputs.features.device.type == "cpu")
+    if not host_features or (staging == "auto" and inputs.device.type != "cuda"):
         return None
     host = Inputs(func, n, features, labels, "cpu")
     return Staging(inputs.torch, inputs.device, prefetch + 2), host

@@ -162,3 +162,16 @@ def test_loader_staged_cuda_identical_to_sync():
     for a, b in zip(make(), staged):
         assert b.x.device.type == "cuda"
         assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+
+
+def test_staging_for_host_tensor_features_only():
+    """CPU tensors are staged when asked; the staged loader matches the synchronous one."""
+    A, X, y = _loader_inputs()
+    T = torch.from_numpy(X)
+    seeds = np.arange(40)
+    make = lambda **kw: NodeLoader(GraphSAGE(A, [2]), seeds, 8, features=T, labels=y,
+                                   bulk=2, seed=1, **kw)
+    staged = make(prefetch=2, staging=True)
+    assert staged._staging is not None and len(staged._staging[0].ring) == 4
+    assert _epochs(staged, 1) == _epochs(make(), 1)
+    assert make(prefetch=2, staging=False)._staging is None
