@@ -142,20 +142,27 @@ def take_rows(cold, ids, *, hot=None, slot=None, out=None, hits=None, check=True
     return _gather(device, cold, ids, hot, slot, out, hits, shape)
 
 
+def _contiguous(xp, a, dtype):
+    """``a`` as a C-contiguous array of ``dtype``, copied only when it is not one."""
+    if a.dtype == dtype and a.flags.c_contiguous:
+        return a
+    return xp.ascontiguousarray(a, dtype)
+
+
 def _gather(device, cold, ids, hot, slot, out, hits, shape):
     xp = backend.xp_of(device)
     f = shape[1]
     if out is None:
         out = xp.empty(shape, cold.dtype)
-    ids = xp.ascontiguousarray(ids, np.int64)
+    ids = _contiguous(xp, ids, np.int64)
     if hot is None:
         # No cache: a plain gather (no slot map of n entries to build per call).
         xp.take(cold, ids, axis=0, out=out)
         return out
     if hits is None:
         hits = xp.zeros(1, np.int64)
-    hot = xp.ascontiguousarray(hot)
-    slot = xp.ascontiguousarray(slot, np.int64)
+    hot = _contiguous(xp, hot, hot.dtype)
+    slot = _contiguous(xp, slot, np.int64)
     backend.kernels_for(device).gather.gather_rows(
         ids, slot, hot.reshape(-1), cold.reshape(-1), f, out.reshape(-1), hits)
     return out
