@@ -191,7 +191,7 @@ def test_gpu_node_loader_with_cache_equals_plain_array():
     n = A.shape[0]
     X = np.random.default_rng(0).standard_normal((n, 16)).astype(np.float32)
     cache = sampling.DeviceFeatureCache(X, cache_rows=0.1, graph=A)
-    sampler = sampling.GraphSAGE(A, [5, 3], seed=4)
+    sampler = sampling.GraphSAGE(A, [5, 3])
     seeds = np.arange(0, n, 7)
     kw = dict(batch_size=64, device="cuda")
     plain = [mb.x for mb in sampling.NodeLoader(sampler, seeds, features=X, **kw)]
@@ -225,3 +225,17 @@ def test_gpu_cache_gather_from_threads():
         t.join()
     assert not errors
     assert cache.stats()["gathers"] == 6 and cache.stats()["rows"] == 30
+
+
+@sim
+def test_sim_node_loader_refuses_a_cpu_device_for_the_cache(cp):
+    import sampling
+    A, X = _problem()
+    cache = sampling.DeviceFeatureCache(X, cache_rows=4, graph=A)
+    sampler = sampling.GraphSAGE(A, [2])
+    with pytest.raises(InvalidValue, match="NodeLoader: argument 'device' must be a CUDA "
+                                           "device .*DeviceFeatureCache"):
+        sampling.NodeLoader(sampler, np.arange(8), 4, features=cache, device="cpu")
+    with pytest.raises(DimensionMismatch, match="NodeLoader: argument 'features'"):
+        small = sampling.DeviceFeatureCache(X[:30], cache_rows=4, rank=np.arange(30))
+        sampling.NodeLoader(sampler, np.arange(8), 4, features=small, device="cpu")
