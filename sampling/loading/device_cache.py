@@ -82,10 +82,10 @@ def resolve_cache_rows(cache_rows, n, row_bytes, free_bytes):
     >>> from sampling.loading.device_cache import resolve_cache_rows
     >>> resolve_cache_rows(None, 100, 8, 400), resolve_cache_rows(0.25, 100, 8, 400)
     (25, 25)
-    >>> resolve_cache_rows(60, 100, 8, 400)
+    >>> resolve_cache_rows(60, 100, 8, 400)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    spla.exceptions.InvalidValue: DeviceFeatureCache: argument 'cache_rows' must be at most 50 rows (the free device memory, 400 bytes, holds 50 rows of 8 bytes); got 60
+    spla.exceptions.InvalidValue: DeviceFeatureCache: argument 'cache_rows' must be at most 50 rows ...; got 60
     """
     n, row_bytes, free_bytes = int(n), max(int(row_bytes), 1), int(free_bytes)
     if cache_rows is None:
