@@ -321,10 +321,12 @@ def blocked_prefix(lo, hi, values, scale, prefix, leaf):
 
 
 @numba.njit(cache=True, inline="always")
-def blocked_sum(val, lo, hi, hv, one, zero, leaf):
-    """The total of row ``[lo, hi)`` in ``blocked_prefix``'s order, in the
-    type of ``zero`` (the row reductions' ``plus`` on floats; ``hi - lo``
-    copies of ``one`` when ``hv`` is False)."""
+def blocked_sum(val, lo, hi, hv, one, zero, leaf, out, i):
+    """``out[i]``: the total of row ``[lo, hi)`` in ``blocked_prefix``'s
+    order, summed in the type of ``zero`` (the row reductions' ``plus``;
+    ``hi - lo`` copies of ``one`` when ``hv`` is False).  Stored here, as
+    ``fold_row`` stores, so integer sums wrap on the store alike on every
+    device."""
     c = zero
     e1 = zero
     e2 = zero
@@ -356,7 +358,7 @@ def blocked_sum(val, lo, hi, hv, one, zero, leaf):
                         k4 = leaf
                         e4 += e3
                         e3 = zero
-    return e4 + (e3 + (e2 + (e1 + c)))
+    out[i] = e4 + (e3 + (e2 + (e1 + c)))
 
 
 @numba.njit(cache=True, inline="always")

@@ -27,7 +27,7 @@ def reduce_rows(ptr, val, hv, op, identity, one):
             out[i] = identity[0]
             continue
         if op == ADD_PLUS:
-            out[i] = blocked_sum(val, lo, hi, hv, onev, identity[0], LEAF)
+            blocked_sum(val, lo, hi, hv, onev, identity[0], LEAF, out, i)
         else:
             fold_row(val, lo, hi, hv, op, onev, out, i)
     return out

@@ -1,6 +1,8 @@
 """Row-wise ITS sampling kernels, CUDA.
 
-Twin of ``kernels.cpu.sample``, one thread per row.  The kernels call the
+Twin of ``kernels.cpu.sample``, one thread per row; the statistics and
+prefix of rows longer than ``long_rows.LONG_MIN`` come from a block per
+row (``kernels.cuda.long_rows``, the same values in the same blocked order).  The kernels call the
 very ``@numba.njit`` helpers the CPU kernels call (``kernels.its.row_stats``
 and ``sample_one_row``, ``kernels.common.row_key``, and the rows of a fused
 selection, ``kernels.its.gather_row_*``), which numba-cuda compiles as device
@@ -19,6 +21,7 @@ from numba import cuda
 from kernels import its as _its
 from kernels.common import row_key as _row_key
 from kernels.cuda._util import device, host_int, launch, scan, _xp
+from kernels.cuda.long_rows import LONG_MIN, long_row_stats
 
 row_stats = device(_its.row_stats)
 sample_one_row = device(_its.sample_one_row)
@@ -32,15 +35,18 @@ gather_row_sample = device(_its.gather_row_sample)
 
 @cuda.jit(cache=True)
 def _csr_stats(indptr, values, has_values, k_scalar, k_arr, replace, prefix,
-               positives, modes, out_ptr):
+               positives, modes, out_ptr, long_min):
     n = indptr.size - 1
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, n, stride):
-        p, m = row_stats(indptr[i], indptr[i + 1], values, has_values, prefix,
-                         has_values)
-        positives[i] = p
-        modes[i] = m
+        if has_values and indptr[i + 1] - indptr[i] > long_min:
+            p = positives[i]  # a long row: long_rows._long_stats wrote it
+        else:
+            p, m = row_stats(indptr[i], indptr[i + 1], values, has_values, prefix,
+                             has_values)
+            positives[i] = p
+            modes[i] = m
         out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
 
 
@@ -63,11 +69,13 @@ def _csr_sample(indptr, values, has_values, prefix, positives, modes, row_ids,
 
 
 @cuda.jit(cache=True)
-def _prefix_rows(indptr, values, prefix, positives, modes):
+def _prefix_rows(indptr, values, prefix, positives, modes, long_min):
     n = indptr.size - 1
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, n, stride):
+        if indptr[i + 1] - indptr[i] > long_min:
+            continue  # long_rows._long_stats' row
         p, m = row_stats(indptr[i], indptr[i + 1], values, True, prefix, True)
         positives[i] = p
         modes[i] = m
@@ -144,8 +152,10 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     positives = xp.empty(n, np.int64)
     modes = xp.empty(n, np.uint8)
     out_ptr = xp.zeros(n + 1, np.int64)
+    if has_values:
+        long_row_stats(indptr, values, True, True, prefix, positives, modes)
     launch(_csr_stats, n, indptr, values, has_values, k_scalar, k_arr,
-                                 replace, prefix, positives, modes, out_ptr)
+           replace, prefix, positives, modes, out_ptr, LONG_MIN)
     out_ptr = scan(xp, out_ptr)
     total = host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
@@ -164,8 +174,8 @@ def row_prefix(indptr, values):
     positives = xp.empty(n, np.int64)
     modes = xp.empty(n, np.uint8)
     if n:
-        launch(_prefix_rows, n, indptr, values, prefix, positives,
-                                       modes)
+        long_row_stats(indptr, values, True, True, prefix, positives, modes)
+        launch(_prefix_rows, n, indptr, values, prefix, positives, modes, LONG_MIN)
     return prefix, positives, modes
 
 

@@ -26,7 +26,7 @@ def _cpu(ptr, vals, leaf, long_min):
     n = ptr.size - 1
     prefix = np.full(vals.size, np.nan)
     pos = np.full(n, -1, np.int64)
-    modes = np.full(n, -1, np.int8)
+    modes = np.full(n, 255, np.uint8)
     for i in range(n):
         lo, hi = ptr[i], ptr[i + 1]
         if hi - lo <= long_min:
@@ -41,7 +41,7 @@ def _gpu(xp, ptr, vals, leaf, long_min, has_values=True):
     n = ptr.size - 1
     prefix = xp.full(vals.size, np.nan)
     pos = xp.full(n, -1, np.int64)
-    modes = xp.full(n, -1, np.int8)
+    modes = xp.full(n, 255, np.uint8)
     long_row_stats(xp.asarray(ptr), xp.asarray(vals), has_values, True, prefix, pos, modes,
                    leaf=leaf, long_min=long_min)
     get = getattr(xp, "asnumpy", np.asarray)
