@@ -36,6 +36,7 @@ import numba
 import numpy as np
 from numba import cuda
 
+from kernels.cuda import spgemm_hash
 from kernels.cuda._util import (device, host_int, launch, row_chunks, scan, stable_order, to_host,
                                 _xp)
 from kernels.common import index_dtype
@@ -155,8 +156,8 @@ def _runs(xp, e_row, e_col, nrows, ncols):
     return order, sr, xp.flatnonzero(new)
 
 
-def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
-    """Exclusive-scanned row pointer of ``A @ B`` (structure only)."""
+def _esc_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
+    """Exclusive-scanned row pointer of ``A @ B`` (structure only), by ESC."""
     xp = _xp(a_ptr)
     n = a_ptr.size - 1
     if n <= 0:
@@ -175,10 +176,9 @@ def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
     return scan(xp, out_ptr)
 
 
-def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-                   ncols, out_ptr, add, mul, one):
-    """Fill ``A @ B`` given the row pointer from ``spgemm_symbolic``:
-    returns (indices, values)."""
+def _esc_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                 ncols, out_ptr, add, mul, one):
+    """Fill ``A @ B`` given its row pointer, by ESC: returns (indices, values)."""
     xp = _xp(a_ptr)
     n = a_ptr.size - 1
     # Column indices as the CPU kernel types them: int32 when they fit.
@@ -205,6 +205,70 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
         m = starts.size
         launch(_reduce_runs, m, order, starts, t1 - t0, e_col, e_val, add,
                                        out_idx[int(o0):int(o1)], out_val[int(o0):int(o1)])
+    return out_idx, out_val
+
+
+def _split(xp, a_ptr, a_idx, b_ptr):
+    """(rows for the hash passes, rows for ESC): by each row's products.
+
+    The rule: a row with at most ``spgemm_hash.CAP`` products (its entries'
+    upper bound) fits a block's shared table and takes the hash passes; a
+    longer row (an R-MAT hub) takes ESC, whose chunks bound its memory
+    whatever the row; rows without products are empty either way.
+    """
+    ent, _ = _entry_offsets(xp, a_idx, b_ptr)
+    w = ent[a_ptr[1:]] - ent[a_ptr[:-1]]
+    return (xp.flatnonzero((w > 0) & (w <= spgemm_hash.CAP)),
+            xp.flatnonzero(w > spgemm_hash.CAP))
+
+
+def _sub_rows(xp, a_ptr, a_idx, a_val, a_hv, rows):
+    """A's rows ``rows`` as a CSR (ptr, idx, val) and each entry's source position."""
+    lens = a_ptr[rows + 1] - a_ptr[rows]
+    ptr = xp.zeros(rows.size + 1, np.int64)
+    ptr[1:] = xp.cumsum(lens)
+    pos = xp.repeat(a_ptr[rows] - ptr[:-1], lens) + xp.arange(host_int(ptr[-1]))
+    return ptr, a_idx[pos], (a_val[pos] if a_hv else a_val)
+
+
+def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
+    """Exclusive-scanned row pointer of ``A @ B`` (structure only): the hash
+    count for rows that fit a table, ESC for the others (``_split``)."""
+    xp = _xp(a_ptr)
+    n = a_ptr.size - 1
+    if n <= 0:
+        return xp.zeros(max(n, 0) + 1, np.int64)
+    small, big = _split(xp, a_ptr, a_idx, b_ptr)
+    counts = xp.zeros(n + 1, np.int64)
+    spgemm_hash.hash_count(small, a_ptr, a_idx, b_ptr, b_idx, counts)
+    if big.size:
+        s_ptr, s_idx, _ = _sub_rows(xp, a_ptr, a_idx, a_idx, False, big)
+        counts[big + 1] = xp.diff(_esc_symbolic(s_ptr, s_idx, b_ptr, b_idx, ncols))
+    return scan(xp, counts)
+
+
+def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                   ncols, out_ptr, add, mul, one):
+    """Fill ``A @ B`` given the row pointer from ``spgemm_symbolic``:
+    returns (indices, values); rows split between hash and ESC as there."""
+    xp = _xp(a_ptr)
+    n = a_ptr.size - 1
+    idx_dtype = index_dtype(ncols)
+    nnz = host_int(out_ptr[n]) if n > 0 else 0
+    if nnz == 0:
+        return xp.zeros(0, idx_dtype), xp.zeros(0, one.dtype)
+    small, big = _split(xp, a_ptr, a_idx, b_ptr)
+    out_idx = xp.empty(nnz, idx_dtype)
+    out_val = xp.empty(nnz, one.dtype)
+    spgemm_hash.hash_fill(xp, small, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                          mul, add, one, out_ptr, out_idx, out_val)
+    if big.size:
+        s_ptr, s_idx, s_val = _sub_rows(xp, a_ptr, a_idx, a_val, a_hv, big)
+        o_ptr, dest, _ = _sub_rows(xp, out_ptr, xp.arange(nnz), None, False, big)
+        got_idx, got_val = _esc_numeric(s_ptr, s_idx, s_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                                        ncols, o_ptr, add, mul, one)
+        out_idx[dest] = got_idx
+        out_val[dest] = got_val
     return out_idx, out_val
 
 

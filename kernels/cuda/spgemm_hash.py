@@ -1,0 +1,199 @@
+"""Row-wise hash SpGEMM over a semiring, CUDA (the rows whose products fit a table).
+
+One thread block per output row ``i`` (grid-stride over a list of rows).
+The block walks A's entries of the row **in order** (``p`` ascending) and,
+for each ``p``, its threads take B's row ``a_idx[p]`` in tiles of one entry
+a thread.  Column keys go to an open-addressing table in shared memory
+(insert by compare-and-swap: different columns may collide); a column
+occurs once in a row of B, so within one ``p`` the slot of a column has a
+single writer, and the block synchronises between tiles: each slot's value
+is ``add(value, a_ip * b_pc)`` in ascending ``p``, the CPU kernel's order,
+with no atomics on values.  Results are bit-identical to
+``kernels.cpu.spgemm``.
+
+Products are staged through global memory and a barrier before they are
+added: a store, ``syncthreads`` and a load cannot be folded back into
+``acc + a * b``, so the compiler cannot contract them into a fused
+multiply-add the CPU does not do.
+
+Values live in a per-block slice of a global scratch (typed like the
+output: shared arrays need their dtype at compile time, the output's is a
+runtime choice); the keys, the hot part of the probing, are in shared
+memory.  Each row's occupied slots are compacted, then ranked (a rank sort:
+rows here have at most ``CAP`` entries) and written sorted by column.
+
+The table has ``TABLE`` slots and takes rows of at most ``CAP = TABLE // 2``
+products (an upper bound of the row's entries): the load factor stays at
+most one half, and probing always ends.  Longer rows are the caller's
+(``kernels.cuda.spgemm`` sends them to the ESC passes).
+"""
+
+import numba
+from numba import cuda, int32, int64
+
+from kernels.cuda._util import SIM, device
+from kernels.semiring_ops import add_op as _add_op
+from kernels.semiring_ops import mul_op as _mul_op
+
+add_op = device(_add_op)
+mul_op = device(_mul_op)
+
+#: Slots of a block's shared table (a power of two).
+TABLE = 16 if SIM else 2048
+#: Most products a row may have to take the hash path.
+CAP = TABLE // 2
+#: Threads per block (one row each block at a time).
+HBLOCK = 8 if SIM else 128
+#: Most blocks per launch: each holds ``TABLE`` values of global scratch.
+HMAX_BLOCKS = 2 if SIM else 1024
+_EMPTY = -1
+
+
+@numba.njit(cache=True, inline="always")
+def home_slot(col, size):
+    """Home slot of column ``col`` in a table of ``size`` (a power of two) slots."""
+    # Fold the high word in, then a multiplicative hash on 32 bits whose
+    # product stays below 2**63 (no signed overflow, on the device or here).
+    h = (col ^ (col >> 32)) & 0xFFFFFFFF
+    return ((h * 0x7FEB352D) >> 15) & (size - 1)
+
+
+_home = device(home_slot)
+
+
+@cuda.jit(device=True)
+def _insert(keys, col):
+    """Slot of ``col`` in ``keys`` (inserted when absent) and whether it is new."""
+    s = _home(col, TABLE)
+    while True:
+        old = cuda.atomic.cas(keys, s, _EMPTY, col)
+        if old == _EMPTY:
+            return s, True
+        if old == col:
+            return s, False
+        s = (s + 1) & (TABLE - 1)
+
+
+@cuda.jit(device=True)
+def _clear(keys, cnt, tid, nt):
+    for s in range(tid, TABLE, nt):
+        keys[s] = _EMPTY
+    if tid == 0:
+        cnt[0] = 0
+    cuda.syncthreads()
+
+
+@cuda.jit(cache=True)
+def _hash_count(rows, a_ptr, a_idx, b_ptr, b_idx, counts):
+    """``counts[i + 1]``: the entries of row ``i``, for each ``i`` in ``rows``."""
+    keys = cuda.shared.array(TABLE, int64)
+    cnt = cuda.shared.array(1, int64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
+        i = rows[r]
+        _clear(keys, cnt, tid, nt)
+        # Order does not matter for the count: no barrier between p.
+        mine = 0
+        for p in range(a_ptr[i], a_ptr[i + 1]):
+            k = a_idx[p]
+            for q in range(b_ptr[k] + tid, b_ptr[k + 1], nt):
+                _, new = _insert(keys, int64(b_idx[q]))
+                if new:
+                    mine += 1
+        if mine:
+            cuda.atomic.add(cnt, 0, mine)
+        cuda.syncthreads()
+        if tid == 0:
+            counts[i + 1] = cnt[0]
+        cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _accumulate(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add,
+                onev, keys, scr, base, stage, sbase, tid, nt):
+    """Row ``i``'s terms into the table, in ascending ``p`` then tile order."""
+    for p in range(a_ptr[i], a_ptr[i + 1]):
+        k = a_idx[p]
+        av = a_val[p] if a_hv else onev
+        for q0 in range(b_ptr[k], b_ptr[k + 1], nt):
+            q = q0 + tid
+            s = -1
+            new = False
+            if q < b_ptr[k + 1]:
+                s, new = _insert(keys, int64(b_idx[q]))
+                bv = b_val[q] if b_hv else onev
+                stage[sbase + tid] = mul_op(mul, av, bv, onev)
+            cuda.syncthreads()
+            if s >= 0:
+                if new:
+                    scr[base + s] = stage[sbase + tid]
+                else:
+                    scr[base + s] = add_op(add, scr[base + s], stage[sbase + tid])
+            cuda.syncthreads()
+
+
+@cuda.jit(cache=True)
+def _hash_fill(rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add,
+               one, out_ptr, scr, stage, out_idx, out_val):
+    """Row ``i`` of the product (each ``i`` in ``rows``), sorted by column."""
+    keys = cuda.shared.array(TABLE, int64)
+    ck = cuda.shared.array(CAP, int64)
+    cs = cuda.shared.array(CAP, int32)
+    cnt = cuda.shared.array(1, int64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    base = cuda.blockIdx.x * TABLE
+    sbase = cuda.blockIdx.x * nt
+    onev = one[0]
+    for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
+        i = rows[r]
+        _clear(keys, cnt, tid, nt)
+        _accumulate(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add,
+                    onev, keys, scr, base, stage, sbase, tid, nt)
+        for s in range(tid, TABLE, nt):
+            if keys[s] != _EMPTY:
+                j = cuda.atomic.add(cnt, 0, 1)
+                ck[j] = keys[s]
+                cs[j] = s
+        cuda.syncthreads()
+        m = cnt[0]
+        o = out_ptr[i]
+        for j in range(tid, m, nt):
+            key = ck[j]
+            rank = 0
+            for t in range(m):
+                if ck[t] < key:
+                    rank += 1
+            out_idx[o + rank] = key
+            out_val[o + rank] = scr[base + cs[j]]
+        cuda.syncthreads()
+
+
+def _grid(nrows):
+    return max(1, min(int(nrows), HMAX_BLOCKS))
+
+
+def hash_count(rows, a_ptr, a_idx, b_ptr, b_idx, counts):
+    """Write ``counts[i + 1]`` (entries of row ``i`` of ``A @ B``) for ``i`` in ``rows``.
+
+    Every row in ``rows`` must have at most ``CAP`` products.
+    """
+    if rows.size:
+        _hash_count[_grid(rows.size), HBLOCK](rows, a_ptr, a_idx, b_ptr, b_idx, counts)
+
+
+def hash_fill(xp, rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add,
+              one, out_ptr, out_idx, out_val):
+    """Fill the rows ``rows`` of ``A @ B`` into ``out_idx`` / ``out_val`` at ``out_ptr``.
+
+    Every row in ``rows`` must have at most ``CAP`` products; ``out_ptr`` is
+    the exact row pointer (``hash_count`` then a scan).
+    """
+    if not rows.size:
+        return
+    g = _grid(rows.size)
+    scr = xp.empty(g * TABLE, out_val.dtype)
+    stage = xp.empty(g * HBLOCK, out_val.dtype)
+    _hash_fill[g, HBLOCK](rows, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx, b_val,
+                          bool(b_hv), mul, add, one, out_ptr, scr, stage, out_idx, out_val)
