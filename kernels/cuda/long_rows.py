@@ -184,3 +184,67 @@ def long_row_stats(indptr, values, has_values, write_prefix, prefix, positives, 
     opcount.add_launch()
     _long_stats[grid, BLOCK](indptr, values, bool(has_values), bool(write_prefix), leaf,
                              long_min, prefix, positives, modes, *s)
+
+
+@cuda.jit(device=True)
+def _sum_level(src, src_base, dst, dst_base, children, count, zero):
+    """Totals of blocks of ``children`` slots (left to right, from ``zero``)."""
+    for b in range(cuda.threadIdx.x, (count + children - 1) // children, BLOCK):
+        e = zero
+        for k in range(b * children, min(count, (b + 1) * children)):
+            e = e + src[src_base + k]
+        dst[dst_base + b] = e
+
+
+@cuda.jit(cache=True)
+def _long_sum(ptr, val, hv, one, identity, leaf, long_min, out, s1, s2, s3, s4):
+    n = ptr.size - 1
+    zero = identity[0]
+    onev = one[0]
+    t = cuda.threadIdx.x
+    for i in range(cuda.blockIdx.x, n, cuda.gridDim.x):
+        lo = ptr[i]
+        hi = ptr[i + 1]
+        if hi - lo <= long_min:
+            continue
+        nc = (hi - lo + leaf - 1) // leaf
+        b1 = lo // leaf + i
+        b2 = lo // (leaf * leaf) + i
+        b3 = lo // (leaf * leaf * leaf) + i
+        b4 = lo // (leaf * leaf * leaf * leaf) + i
+        for k in range(t, nc, BLOCK):
+            c = zero
+            for j in range(lo + k * leaf, min(hi, lo + (k + 1) * leaf)):
+                c = c + (val[j] if hv else onev)
+            s1[b1 + k] = c
+        cuda.syncthreads()
+        n2 = (nc + leaf - 1) // leaf
+        n3 = (n2 + leaf - 1) // leaf
+        _sum_level(s1, b1, s2, b2, leaf, nc, zero)
+        cuda.syncthreads()
+        _sum_level(s2, b2, s3, b3, leaf, n2, zero)
+        cuda.syncthreads()
+        _sum_level(s3, b3, s4, b4, leaf, n3, zero)
+        cuda.syncthreads()
+        if t == 0:
+            e = zero
+            for k in range((n3 + leaf - 1) // leaf):
+                e = e + s4[b4 + k]
+            out[i] = e
+        cuda.syncthreads()
+
+
+def long_row_sums(ptr, val, identity, one, out, leaf=None, long_min=None):
+    """``out[i]`` for the rows longer than ``long_min`` of a valued matrix:
+    the row's ``plus`` total in ``kernels.its_search.blocked_sum``'s order,
+    one block per row (the other rows of ``out`` are left as they are)."""
+    xp = _xp(ptr)
+    leaf = _its.LEAF if leaf is None else int(leaf)
+    long_min = LONG_MIN if long_min is None else int(long_min)
+    n = ptr.size - 1
+    if n <= 0:
+        return
+    s = [xp.empty(max(k, 1), identity.dtype) for k in scratch_sizes(val.size, n, leaf)]
+    opcount.add_launch()
+    _long_sum[max(1, min(n, 65535)), BLOCK](ptr, val, True, one, identity, leaf, long_min,
+                                            out, *s)

@@ -109,3 +109,54 @@ def test_gpu_long_row_stats_equal_cpu_on_a_long_row():
     rng = np.random.default_rng(0)
     ptr, vals = _rows([10 ** 5, 17, 3 * 10 ** 4], rng, zeros=True)
     _check(cp, ptr, vals, LEAF, long_min=1024)
+
+
+@sim
+@pytest.mark.parametrize("leaf", [2, 3])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_sim_long_row_sums_equal_blocked_sum(leaf, dt):
+    from kernels.cuda.long_rows import long_row_sums
+    from kernels.its_search import blocked_sum
+    rng = np.random.default_rng(leaf)
+    ptr, vals = _rows([5, 100, 0, 40, 70], rng, zeros=True)
+    vals = (vals * 1e3).astype(dt)
+    ident, one = np.zeros(1, dt), np.ones(1, dt)
+    out = np.full(ptr.size - 1, -1, dt)
+    long_row_sums(ptr, vals, ident, one, out, leaf=leaf, long_min=8)
+    exp = np.full(ptr.size - 1, -1, dt)
+    for i in range(ptr.size - 1):
+        if ptr[i + 1] - ptr[i] > 8:
+            blocked_sum(vals, ptr[i], ptr[i + 1], True, dt(1), dt(0), leaf, exp, i)
+    np.testing.assert_array_equal(out, exp)
+    assert out[0] == -1 and out[2] == -1  # short rows left alone
+
+
+@sim
+def test_sim_reduce_rows_long_and_short_equal_cpu():
+    from kernels.cpu.reduce import reduce_rows as cpu_reduce
+    from kernels.cuda.reduce import reduce_rows as gpu_reduce
+    rng = np.random.default_rng(5)
+    ptr, vals = _rows([3, 90, 0, 50, 20], rng, zeros=True)
+    for dt, op in ((np.float64, 0), (np.float32, 0), (np.float64, 2), (np.int64, 0)):
+        v = (vals * 100).astype(dt)
+        ident = np.zeros(1, dt) if op == 0 else np.full(1, -np.inf, dt)
+        for hv in (True, False):
+            exp = cpu_reduce(ptr, v, hv, op, ident, np.ones(1, dt))
+            got = gpu_reduce(ptr, v, hv, op, ident, np.ones(1, dt))
+            np.testing.assert_array_equal(got, exp)
+
+
+@pytest.mark.gpu
+def test_gpu_reduce_rows_equal_cpu_on_long_rows():
+    cp = _cupy()
+    if cp is None or IN_SIM:
+        pytest.skip("needs cupy and a GPU")
+    from kernels.cpu.reduce import reduce_rows as cpu_reduce
+    from kernels.cuda.reduce import reduce_rows as gpu_reduce
+    rng = np.random.default_rng(2)
+    ptr, vals = _rows([10 ** 5, 9, 4 * 10 ** 4], rng, zeros=True)
+    for dt in (np.float64, np.float32):
+        v = vals.astype(dt)
+        exp = cpu_reduce(ptr, v, True, 0, np.zeros(1, dt), np.ones(1, dt))
+        got = gpu_reduce(cp.asarray(ptr), cp.asarray(v), True, 0, cp.zeros(1, dt), cp.ones(1, dt))
+        np.testing.assert_array_equal(cp.asnumpy(got), exp)
