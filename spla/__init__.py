@@ -38,8 +38,7 @@ from spla import partition  # noqa: F401 - spla.partition.block / metis
 from spla.partition import Partition
 from spla.hops import sample_hops
 from spla.sample import sample_rows
-# take_rows joins __all__ once docs/api.rst documents it (tests/test_docs.py checks).
-from spla.rows import take_rows  # noqa: F401
+from spla.rows import take_rows
 from spla.spmm import dropout, spmm
 from spla.structure import (block_diag, compact_columns, compact_columns_blockwise,
                              split_blocks, transpose, vstack)
@@ -53,7 +52,7 @@ __all__ = [
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",
     "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows", "sample_hops",
-    "select_topk", "entry_positions", "is_symmetric_pattern", "spmm", "dropout",
+    "select_topk", "entry_positions", "is_symmetric_pattern", "spmm", "dropout", "take_rows",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",
     "MissingDependency",

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _gather(ids, slot, hot, cold, f, out):
     n = ids.size
     hit = 0
