@@ -208,18 +208,10 @@ def _esc_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     return out_idx, out_val
 
 
-def _split(xp, a_ptr, a_idx, b_ptr):
-    """(rows for the hash passes, rows for ESC): by each row's products.
-
-    The rule: a row with at most ``spgemm_hash.CAP`` products (its entries'
-    upper bound) fits a block's shared table and takes the hash passes; a
-    longer row (an R-MAT hub) takes ESC, whose chunks bound its memory
-    whatever the row; rows without products are empty either way.
-    """
+def _split(xp, a_ptr, a_idx, b_ptr, ncols):
+    """(hash rows, dense rows, ESC rows): ``spgemm_hash.row_paths`` on each row's products."""
     ent, _ = _entry_offsets(xp, a_idx, b_ptr)
-    w = ent[a_ptr[1:]] - ent[a_ptr[:-1]]
-    return (xp.flatnonzero((w > 0) & (w <= spgemm_hash.CAP)),
-            xp.flatnonzero(w > spgemm_hash.CAP))
+    return spgemm_hash.row_paths(xp, ent[a_ptr[1:]] - ent[a_ptr[:-1]], ncols)
 
 
 def _sub_rows(xp, a_ptr, a_idx, a_val, a_hv, rows):
@@ -238,9 +230,12 @@ def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
     n = a_ptr.size - 1
     if n <= 0:
         return xp.zeros(max(n, 0) + 1, np.int64)
-    small, big = _split(xp, a_ptr, a_idx, b_ptr)
+    small, dense, big = _split(xp, a_ptr, a_idx, b_ptr, ncols)
     counts = xp.zeros(n + 1, np.int64)
     spgemm_hash.hash_count(small, a_ptr, a_idx, b_ptr, b_idx, counts)
+    one = xp.ones(1, np.float64)
+    spgemm_hash.dense_rows(xp, dense, a_ptr, a_idx, one, False, b_ptr, b_idx, one, False, 0,
+                           0, one, ncols, False, counts, one, one)
     if big.size:
         s_ptr, s_idx, _ = _sub_rows(xp, a_ptr, a_idx, a_idx, False, big)
         counts[big + 1] = xp.diff(_esc_symbolic(s_ptr, s_idx, b_ptr, b_idx, ncols))
@@ -257,11 +252,13 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     nnz = host_int(out_ptr[n]) if n > 0 else 0
     if nnz == 0:
         return xp.zeros(0, idx_dtype), xp.zeros(0, one.dtype)
-    small, big = _split(xp, a_ptr, a_idx, b_ptr)
+    small, dense, big = _split(xp, a_ptr, a_idx, b_ptr, ncols)
     out_idx = xp.empty(nnz, idx_dtype)
     out_val = xp.empty(nnz, one.dtype)
     spgemm_hash.hash_fill(xp, small, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                           mul, add, one, out_ptr, out_idx, out_val)
+    spgemm_hash.dense_rows(xp, dense, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                           mul, add, one, ncols, True, out_ptr, out_idx, out_val)
     if big.size:
         s_ptr, s_idx, s_val = _sub_rows(xp, a_ptr, a_idx, a_val, a_hv, big)
         o_ptr, dest, _ = _sub_rows(xp, out_ptr, xp.arange(nnz), None, False, big)

@@ -29,6 +29,7 @@ most one half, and probing always ends.  Longer rows are the caller's
 """
 
 import numba
+import numpy as np
 from numba import cuda, int32, int64
 
 from kernels.cuda._util import SIM, device
@@ -197,3 +198,140 @@ def hash_fill(xp, rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mu
     stage = xp.empty(g * HBLOCK, out_val.dtype)
     _hash_fill[g, HBLOCK](rows, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx, b_val,
                           bool(b_hv), mul, add, one, out_ptr, scr, stage, out_idx, out_val)
+
+
+# Rows too long for the shared table, when the columns are few enough to
+# index directly: a dense accumulator over the columns per block (global
+# memory), each slot stamped with the row that last wrote it, so it needs
+# no clearing between rows.  Its output comes out sorted by scanning the
+# columns in tiles, with a block prefix sum placing each tile's entries.
+
+#: A row longer than ``CAP`` takes the dense path while ``ncols <= DENSE_FACTOR *
+#: products``: the column scan then costs at most that factor times the row's work.
+DENSE_FACTOR = 64
+#: Most bytes of dense scratch (stamps and values) for one launch.
+DENSE_BYTES = 1 << 30
+
+
+@cuda.jit(device=True)
+def _dense_accumulate(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add,
+                      onev, fill, stamp, scr, base, stage, sbase, tid, nt):
+    """Row ``i``'s terms into the dense slots, ascending ``p``; its new columns."""
+    mine = 0
+    for p in range(a_ptr[i], a_ptr[i + 1]):
+        k = a_idx[p]
+        av = a_val[p] if a_hv else onev
+        for q0 in range(b_ptr[k], b_ptr[k + 1], nt):
+            q = q0 + tid
+            c = -1
+            new = False
+            if q < b_ptr[k + 1]:
+                c = int64(b_idx[q])
+                new = stamp[base + c] != i
+                if new:
+                    stamp[base + c] = i
+                    mine += 1
+                if fill:
+                    bv = b_val[q] if b_hv else onev
+                    stage[sbase + tid] = mul_op(mul, av, bv, onev)
+            cuda.syncthreads()
+            if fill and c >= 0:
+                if new:
+                    scr[base + c] = stage[sbase + tid]
+                else:
+                    scr[base + c] = add_op(add, scr[base + c], stage[sbase + tid])
+            cuda.syncthreads()
+    return mine
+
+
+@cuda.jit(device=True)
+def _dense_emit(i, ncols, stamp, scr, base, o, out_idx, out_val, run_sh, tid, nt):
+    """Row ``i``'s stamped columns, in order, to the output at ``o``."""
+    run = 0
+    for c0 in range(0, ncols, nt):
+        c = c0 + tid
+        f = 1 if c < ncols and stamp[base + c] == i else 0
+        run_sh[tid] = f
+        cuda.syncthreads()
+        step = 1
+        while step < nt:
+            v = run_sh[tid - step] if tid >= step else 0
+            cuda.syncthreads()
+            run_sh[tid] += v
+            cuda.syncthreads()
+            step *= 2
+        if f:
+            pos = o + run + run_sh[tid] - 1
+            out_idx[pos] = c
+            out_val[pos] = scr[base + c]
+        run += run_sh[nt - 1]
+        cuda.syncthreads()
+
+
+@cuda.jit(cache=True)
+def _dense_rows(rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add, one,
+                ncols, fill, out_ptr, stamp, scr, stage, out_idx, out_val):
+    """``fill`` False: ``out_ptr[i + 1]`` = row ``i``'s entries; True: row ``i``."""
+    cnt = cuda.shared.array(1, int64)
+    run_sh = cuda.shared.array(HBLOCK, int64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    base = cuda.blockIdx.x * ncols
+    sbase = cuda.blockIdx.x * nt
+    onev = one[0]
+    for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
+        i = rows[r]
+        if tid == 0:
+            cnt[0] = 0
+        cuda.syncthreads()
+        mine = _dense_accumulate(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
+                                 mul, add, onev, fill, stamp, scr, base, stage, sbase, tid, nt)
+        if fill:
+            _dense_emit(i, ncols, stamp, scr, base, out_ptr[i], out_idx, out_val, run_sh,
+                        tid, nt)
+        else:
+            if mine:
+                cuda.atomic.add(cnt, 0, mine)
+            cuda.syncthreads()
+            if tid == 0:
+                out_ptr[i + 1] = cnt[0]
+        cuda.syncthreads()
+
+
+def dense_rows(xp, rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add,
+               one, ncols, fill, out_ptr, out_idx, out_val):
+    """The rows ``rows`` of ``A @ B`` by a dense accumulator per block.
+
+    ``fill`` False writes each row's entry count to ``out_ptr[i + 1]`` (the
+    other arguments past ``fill`` are ignored but for ``out_ptr``); True
+    fills the rows into ``out_idx`` / ``out_val`` at the exact ``out_ptr``.
+    """
+    if not rows.size:
+        return
+    vbytes = one.dtype.itemsize if fill else 0
+    g = max(1, min(int(rows.size), HMAX_BLOCKS, DENSE_BYTES // (int(ncols) * (8 + vbytes))))
+    stamp = xp.full(g * int(ncols), -1, np.int64)
+    scr = xp.empty(g * int(ncols) if fill else 1, one.dtype)
+    stage = xp.empty(g * HBLOCK, one.dtype)
+    _dense_rows[g, HBLOCK](rows, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx, b_val,
+                           bool(b_hv), mul, add, one, int(ncols), bool(fill), out_ptr, stamp,
+                           scr, stage, out_idx, out_val)
+
+
+def row_paths(xp, w, ncols):
+    """(hash rows, dense rows, ESC rows) of a product, from each row's products ``w``.
+
+    The rule: a row with at most ``CAP`` products fits a block's shared
+    table (hash); a longer row takes the dense accumulator while ``ncols <=
+    DENSE_FACTOR * products`` and one block's dense scratch fits
+    ``DENSE_BYTES``; the others (few long rows over very many columns) take
+    ESC, whose chunks bound its memory whatever the row.  Rows without
+    products are empty on every path and are in none.
+    """
+    small = (w > 0) & (w <= CAP)
+    big = w > CAP
+    if int(ncols) * 16 <= DENSE_BYTES:
+        dense = big & (w * DENSE_FACTOR >= int(ncols))
+    else:
+        dense = xp.zeros(w.size, np.bool_)
+    return xp.flatnonzero(small), xp.flatnonzero(dense), xp.flatnonzero(big & ~dense)

@@ -4,7 +4,7 @@ against the CPU kernel, bit for bit.
 ``test_sim_*`` run in the CUDA-simulator child of
 ``tests/kernels/test_cuda_kernels.py`` (``SPLA_IN_CUDASIM=1``); elsewhere they
 skip.  Under the simulator a table has 16 slots and takes rows of at most 8
-products, so tiny inputs exercise both the hash path and the ESC fallback.
+products, so tiny inputs exercise the hash path, the dense path and ESC.
 ``gpu`` tests need cupy and a device.
 """
 
@@ -59,16 +59,21 @@ SEMIRINGS = ((ops.ADD_PLUS, ops.MUL_TIMES), (ops.ADD_MIN, ops.MUL_PLUS),
 @sim
 @pytest.mark.parametrize("add,mul", SEMIRINGS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_sim_hash_matches_cpu(add, mul, dtype):
+@pytest.mark.parametrize("wide", [False, True])
+def test_sim_hash_matches_cpu(add, mul, dtype, wide):
+    """Hash rows, an empty row and a long row (dense path, or ESC when ``wide``)."""
     from kernels.cuda import spgemm_hash
     rs = np.random.RandomState(3 * add + mul)
     A = (rs.rand(6, 5) < 0.4) * rs.rand(6, 5)
     A[2] = 0  # an empty row
-    A[4, :] = rs.rand(5) + 0.1  # a row over the table's capacity: ESC
+    A[4, :] = rs.rand(5) + 0.1  # a row over the table's capacity
     B = (rs.rand(5, 7) < 0.35) * (rs.rand(5, 7) * 3 - 1)
     B[1, :3] = [0.1, 0.7, 0.2]
-    w = products(A, B)
-    assert (w[w > 0] <= spgemm_hash.CAP).any() and (w > spgemm_hash.CAP).any()
+    if wide:  # many unused columns: the dense scan would not pay, ESC takes it
+        B = np.hstack([B, np.zeros((5, 64 * 40))])
+    small, dense, esc = spgemm_hash.row_paths(np, products(A, B), B.shape[1])
+    assert small.size and 4 in (esc if wide else dense).tolist()
+    assert not (dense if wide else esc).size
     ptr, _, _ = check(A, B, add, mul, dtype)
     assert ptr[3] == ptr[2]
 
