@@ -1,7 +1,11 @@
 """Sparse times sparse (SpGEMM) over a semiring, CUDA.
 
-Twin of ``kernels.cpu.spgemm``.  A dense per-row accumulator is out of the
-question on a GPU, so both passes use ESC (expand, sort, compress):
+Twin of ``kernels.cpu.spgemm``.  ``spgemm_symbolic`` and ``spgemm_numeric``
+send each row to one of three paths (``spgemm_hash.row_paths``): rows of
+at most ``spgemm_hash.CAP`` products to a block-per-row hash table in shared
+memory, longer rows over few enough columns to a block-per-row dense
+accumulator (both in ``kernels.cuda.spgemm_hash``), and the rest, long rows
+over very many columns, to ESC (expand, sort, compress), below:
 
 1. **count**: each entry ``p`` of A contributes the length of row
    ``a_idx[p]`` of B; a scan over A's entries gives each entry its slice of
@@ -214,13 +218,13 @@ def _split(xp, a_ptr, a_idx, b_ptr, ncols):
     return spgemm_hash.row_paths(xp, ent[a_ptr[1:]] - ent[a_ptr[:-1]], ncols)
 
 
-def _sub_rows(xp, a_ptr, a_idx, a_val, a_hv, rows):
-    """A's rows ``rows`` as a CSR (ptr, idx, val) and each entry's source position."""
-    lens = a_ptr[rows + 1] - a_ptr[rows]
-    ptr = xp.zeros(rows.size + 1, np.int64)
-    ptr[1:] = xp.cumsum(lens)
-    pos = xp.repeat(a_ptr[rows] - ptr[:-1], lens) + xp.arange(host_int(ptr[-1]))
-    return ptr, a_idx[pos], (a_val[pos] if a_hv else a_val)
+def _sub_rows(xp, ptr, rows):
+    """The rows ``rows`` of a CSR with row pointer ``ptr``: their row pointer,
+    and the positions of their entries in the CSR (row after row)."""
+    lens = ptr[rows + 1] - ptr[rows]
+    sub = xp.zeros(rows.size + 1, np.int64)
+    sub[1:] = xp.cumsum(lens)
+    return sub, xp.repeat(ptr[rows] - sub[:-1], lens) + xp.arange(host_int(sub[-1]))
 
 
 def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
@@ -237,8 +241,8 @@ def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
     spgemm_hash.dense_rows(xp, dense, a_ptr, a_idx, one, False, b_ptr, b_idx, one, False, 0,
                            0, one, ncols, False, counts, one, one)
     if big.size:
-        s_ptr, s_idx, _ = _sub_rows(xp, a_ptr, a_idx, a_idx, False, big)
-        counts[big + 1] = xp.diff(_esc_symbolic(s_ptr, s_idx, b_ptr, b_idx, ncols))
+        s_ptr, pos = _sub_rows(xp, a_ptr, big)
+        counts[big + 1] = xp.diff(_esc_symbolic(s_ptr, a_idx[pos], b_ptr, b_idx, ncols))
     return scan(xp, counts)
 
 
@@ -260,10 +264,10 @@ def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
     spgemm_hash.dense_rows(xp, dense, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
                            mul, add, one, ncols, True, out_ptr, out_idx, out_val)
     if big.size:
-        s_ptr, s_idx, s_val = _sub_rows(xp, a_ptr, a_idx, a_val, a_hv, big)
-        o_ptr, dest, _ = _sub_rows(xp, out_ptr, xp.arange(nnz), None, False, big)
-        got_idx, got_val = _esc_numeric(s_ptr, s_idx, s_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-                                        ncols, o_ptr, add, mul, one)
+        s_ptr, pos = _sub_rows(xp, a_ptr, big)
+        o_ptr, dest = _sub_rows(xp, out_ptr, big)
+        got_idx, got_val = _esc_numeric(s_ptr, a_idx[pos], a_val[pos] if a_hv else a_val, a_hv,
+                                        b_ptr, b_idx, b_val, b_hv, ncols, o_ptr, add, mul, one)
         out_idx[dest] = got_idx
         out_val[dest] = got_val
     return out_idx, out_val
