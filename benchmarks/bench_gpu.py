@@ -462,7 +462,8 @@ def profile(cupy, out, G):
 def _kernel_name(mangled):
     """``module.function`` of a numba-cuda kernel's mangled name; other names cut short."""
     if not mangled.startswith("_ZN"):
-        return re.sub(r"\(.*", "", mangled)[:48]
+        name = re.sub(r"\[abi:[^\]]*\]?|\(.*|<.*", "", mangled)
+        return re.sub(r"CUB_\w+", "cub", ".".join(name.split("::")[-2:]))[:48]
     parts, i = [], 3
     while i < len(mangled) and mangled[i].isdigit():
         j = i
