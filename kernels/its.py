@@ -75,7 +75,7 @@ def rejection_budget(cnt, d):
 #: cheaper than hashing; beyond, the scans cost O(k^2) per row).
 SET_MIN = 32
 #: Rows of at most this many entries finish the second phase by the scans of
-#: ``_fill_by_scan`` (no scratch to allocate), longer ones by running sums.
+#: ``fill_by_scan`` (no scratch to allocate), longer ones by running sums.
 SCAN_MAX_D = 64
 
 
@@ -192,7 +192,7 @@ def finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, see
         if hi - lo <= SCAN_MAX_D:
             # A short row: two scans per pick cost less than scratch.
             sort_range(out, o, o + filled)
-            _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key)
+            fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key)
         else:
             _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values, has_values, key,
                                  seen, bits)
@@ -200,7 +200,7 @@ def finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, see
 
 
 @numba.njit(cache=True, inline="always")
-def _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key):
+def fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key):
     """Second phase: the remaining picks, each drawn exactly from the mass not
     yet picked by a linear scan of the row.  ``out[o:o+filled]`` must be
     sorted; it stays sorted.  No scratch (the CUDA kernels' path)."""
@@ -250,9 +250,9 @@ def _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key):
 @numba.njit(cache=True, nogil=True)
 def _fill_by_running_sum(out, o, cnt, filled, n, lo, hi, values, has_values,
                          key, seen, bits):
-    """CPU twin of ``_fill_by_scan``: the same picks, cheaper.
+    """CPU twin of ``fill_by_scan``: the same picks, cheaper.
 
-    ``_fill_by_scan`` sums the unpicked mass in row order, then scans again
+    ``fill_by_scan`` sums the unpicked mass in row order, then scans again
     to the first running sum above ``u * rem``.  Here the running sums are
     kept in scratch (``run``) over the weights with picked ones zeroed
     (``wk``): adding ``+0.0`` to a non-negative sum changes no bit, so
@@ -375,7 +375,7 @@ def sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
         return
     filled, n = _reject(out, o, cnt, lo, hi, prefix, key, out, 0)
     sort_range(out, o, o + filled)
-    _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key)
+    fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -16,13 +16,18 @@ same test): choosing needs no read back to the host.  The levels' partial
 sums live in scratch arrays sized by the work (``scratch_sizes``): row
 ``i`` of ``[lo, hi)`` uses level ``l``'s slots from ``lo // leaf**l + i``,
 which no other row's slots overlap.
+
+The sampling of a long row (``sample_long_row``) makes exactly the picks
+of ``kernels.its.sample_one_row`` with a block: its independent draws in
+parallel, its rejection draws a round of one per thread at a time, accepted
+in counter order (see docs/design.rst, "Long rows' draws on the GPU").
 """
 
 import numpy as np
 from numba import cuda
 
-from kernels import its_search as _its, opcount
-from kernels.cuda._util import BLOCK, device, _xp
+from kernels import common as _common, its as _draws, its_search as _its, opcount
+from kernels.cuda._util import BLOCK, SIM, device, _xp
 
 row_scale = device(_its.row_scale)
 
@@ -248,3 +253,231 @@ def long_row_sums(ptr, val, identity, one, out, leaf=None, long_min=None):
     opcount.add_launch()
     _long_sum[max(1, min(n, 65535)), BLOCK](ptr, val, True, one, identity, leaf, long_min,
                                             out, *s)
+
+
+# -- Draws of long rows: a block per row ---------------------------------------------
+#
+# ``kernels.cuda.sample``'s sampling kernel gives rows with ``is_long_row`` to a
+# block (``sample_long_row``) and the others to one thread each
+# (``kernels.its.sample_one_row``); both make exactly ``sample_one_row``'s picks.
+
+_uniform01 = device(_common.uniform01)
+_search_prefix = device(_common.search_prefix)
+_sort_range = device(_common.sort_range)
+_weight_at = device(_draws.weight_at)
+_budget = device(_draws.rejection_budget)
+_fill_by_scan = device(_draws.fill_by_scan)
+_sample_one_row = device(_draws.sample_one_row)
+
+#: Most picks a row may ask of the block path (the shared memory holds its
+#: picks' hash set and its sort); rows asking more stay on one thread.
+MAX_K = 1024
+#: Slots of the shared hash set of a row's picks (load at most 1/2).
+TABLE = 2 * MAX_K
+#: Blocks of a sampling launch that take long rows (the rest take short ones).
+LONG_BLOCKS = 1 if SIM else 512
+_NO_KEY = np.int32(-1)
+_TOP = np.iinfo(np.int64).max
+
+
+@cuda.jit(device=True)
+def is_long_row(d, cnt, has_values, long_min, max_k):
+    """Whether a row of ``d`` entries asked for ``cnt`` picks takes the block path
+    (the statistics' test, ``d > long_min`` on a valued matrix, and few picks)."""
+    return has_values and d > long_min and 0 < cnt <= max_k
+
+
+@cuda.jit(device=True)
+def block_scan(flags):
+    """Exclusive scan of ``flags[:BLOCK]`` over the block: (this thread's, total)."""
+    t = cuda.threadIdx.x
+    x = flags[t]
+    off = 1
+    while off < BLOCK:
+        cuda.syncthreads()
+        y = flags[t - off] if t >= off else 0
+        cuda.syncthreads()
+        flags[t] += y
+        off *= 2
+    cuda.syncthreads()
+    incl = flags[t]
+    total = flags[BLOCK - 1]
+    cuda.syncthreads()
+    return incl - x, total
+
+
+@cuda.jit(device=True)
+def block_sort(out, o, cnt, sh):
+    """Sort ``out[o:o+cnt]`` (``cnt <= MAX_K``) by a bitonic network in ``sh``."""
+    t = cuda.threadIdx.x
+    p = 1
+    while p < cnt:
+        p *= 2
+    for q in range(t, p, BLOCK):
+        sh[q] = out[o + q] if q < cnt else _TOP
+    cuda.syncthreads()
+    k = 2
+    while k <= p:
+        j = k // 2
+        while j > 0:
+            for q in range(t, p, BLOCK):
+                r = q ^ j
+                if r > q:
+                    a = sh[q]
+                    b = sh[r]
+                    if (a > b) == ((q & k) == 0):
+                        sh[q] = b
+                        sh[r] = a
+            cuda.syncthreads()
+            j //= 2
+        k *= 2
+    for q in range(t, cnt, BLOCK):
+        out[o + q] = sh[q]
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _slot(key, bits):
+    # Fibonacci hashing of a 31-bit key in 64-bit arithmetic (no wrap).
+    return ((np.int64(key) * 2654435761) & 0xFFFFFFFF) >> (32 - bits)
+
+
+@cuda.jit(device=True)
+def _in_set(table, bits, key):
+    s = _slot(key, bits)
+    mask = (1 << bits) - 1
+    while table[s] != _NO_KEY:
+        if table[s] == key:
+            return True
+        s = (s + 1) & mask
+    return False
+
+
+@cuda.jit(device=True)
+def _set_insert(table, bits, key):
+    """Insert a key known to be absent (concurrent inserts of distinct keys)."""
+    s = _slot(key, bits)
+    mask = (1 << bits) - 1
+    while cuda.atomic.cas(table, s, _NO_KEY, np.int32(key)) != _NO_KEY:
+        s = (s + 1) & mask
+
+
+@cuda.jit(device=True)
+def _take_all(out, o, lo, hi, values, has_values, flags):
+    """Every positive entry, in row order: a contiguous share per thread."""
+    t = cuda.threadIdx.x
+    share = (hi - lo + BLOCK - 1) // BLOCK
+    a = min(hi, lo + t * share)
+    b = min(hi, a + share)
+    c = 0
+    for j in range(a, b):
+        if _weight_at(values, has_values, j) > 0.0:
+            c += 1
+    flags[t] = c
+    f, _ = block_scan(flags)
+    f += o
+    for j in range(a, b):
+        if _weight_at(values, has_values, j) > 0.0:
+            out[f] = j
+            f += 1
+    cuda.syncthreads()
+
+
+@cuda.jit(device=True)
+def _with_replacement(out, o, cnt, lo, hi, prefix, mode, key, sh_sort):
+    """Independent draws, one per thread at a time, then sorted."""
+    d = hi - lo
+    for q in range(cuda.threadIdx.x, cnt, BLOCK):
+        if mode == _its.UNIFORM:
+            r = min(np.int64(_uniform01(key, q) * d), d - 1)
+            out[o + q] = lo + r
+        else:
+            out[o + q] = _search_prefix(prefix, lo, hi, _uniform01(key, q) * prefix[hi - 1])
+    cuda.syncthreads()
+    block_sort(out, o, cnt, sh_sort)
+
+
+@cuda.jit(device=True)
+def _reject_block(out, o, cnt, lo, hi, prefix, key, batch, table, sh_draw, flags):
+    """``kernels.its._reject`` by a block: returns the same ``(filled, n)``.
+
+    Each round searches the draws ``n .. n+b-1`` at once (one per thread),
+    keeps a draw that is neither a pick so far (the shared hash set of row
+    offsets) nor an earlier draw of the round, and accepts the kept draws in
+    counter order (a block scan) up to the ``cnt``-th pick; ``n`` then
+    stops where the one-draw-at-a-time loop stops when the picks run short
+    (``n`` is then the budget; a row that fills needs no ``n``).  Picks land
+    unsorted in ``out[o:o+filled]``.
+    """
+    t = cuda.threadIdx.x
+    bits = 1
+    while (1 << bits) < 2 * cnt:
+        bits += 1
+    for q in range(t, 1 << bits, BLOCK):
+        table[q] = _NO_KEY
+    cuda.syncthreads()
+    total = prefix[hi - 1]
+    budget = _budget(cnt, hi - lo)
+    filled = 0
+    n = 0
+    while filled < cnt and n < budget:  # the same values in every thread
+        b = min(batch, budget - n)
+        j = np.int64(-1)
+        if t < b:
+            j = _search_prefix(prefix, lo, hi, _uniform01(key, n + t) * total)
+            sh_draw[t] = j
+        cuda.syncthreads()
+        new = 0
+        if t < b and not _in_set(table, bits, j - lo):
+            new = 1
+            for s in range(t):
+                if sh_draw[s] == j:
+                    new = 0
+                    break
+        flags[t] = new
+        rank, kept = block_scan(flags)
+        need = cnt - filled
+        if new == 1 and rank < need:
+            out[o + filled + rank] = j
+            _set_insert(table, bits, j - lo)
+        cuda.syncthreads()
+        # A row that fills stops mid-round; its count of draws is only read
+        # by the second phase, which it skips.
+        n += b
+        filled += min(kept, need)
+    return filled, n
+
+
+@cuda.jit(device=True)
+def sample_long_row(out, o, cnt, lo, hi, values, has_values, prefix, mode, positives,
+                    key, replace, batch, table, sh_sort, sh_draw, flags):
+    """``kernels.its.sample_one_row`` by the whole block: the same picks.
+
+    Every thread calls it with the same row.  Parallel: take-all rows (a
+    scan of positive counts), draws with replacement (independent, then a
+    bitonic sort) and the rejection phase of weighted rows without
+    replacement (``_reject_block``).  Sequential, in thread 0: Floyd's
+    algorithm for uniform rows without replacement (``cnt`` cheap draws,
+    each depending on the picks before it) and the exact second phase of a
+    row whose rejection budget ran out (``fill_by_scan``, the one-thread
+    path's own code, from the same picks and counter).
+    """
+    if not replace and cnt >= positives:
+        _take_all(out, o, lo, hi, values, has_values, flags)
+    elif replace:
+        _with_replacement(out, o, cnt, lo, hi, prefix, mode, key, sh_sort)
+    elif mode == _its.UNIFORM:
+        if cuda.threadIdx.x == 0:
+            _sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
+                            positives, key, replace)
+        cuda.syncthreads()
+    else:
+        filled, n = _reject_block(out, o, cnt, lo, hi, prefix, key, batch, table,
+                                  sh_draw, flags)
+        if filled == cnt:
+            block_sort(out, o, cnt, sh_sort)
+        else:
+            if cuda.threadIdx.x == 0:
+                _sort_range(out, o, o + filled)
+                _fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key)
+            cuda.syncthreads()

@@ -2,7 +2,10 @@
 
 Twin of ``kernels.cpu.sample``, one thread per row; the statistics and
 prefix of rows longer than ``long_rows.LONG_MIN`` come from a block per
-row (``kernels.cuda.long_rows``, the same values in the same blocked order).  The kernels call the
+row (``kernels.cuda.long_rows``, the same values in the same blocked order),
+and so do the draws of such rows when they ask at most ``long_rows.MAX_K``
+picks (``long_rows.sample_long_row``, in the same launch: ``_sample_rows``
+gives its last blocks to the long rows).  The kernels call the
 very ``@numba.njit`` helpers the CPU kernels call (``kernels.its.row_stats``
 and ``sample_one_row``, ``kernels.common.row_key``, and the rows of a fused
 selection, ``kernels.its.gather_row_*``), which numba-cuda compiles as device
@@ -20,8 +23,9 @@ from numba import cuda
 
 from kernels import its as _its
 from kernels.common import row_key as _row_key
-from kernels.cuda._util import device, host_int, launch, scan, _xp
-from kernels.cuda.long_rows import LONG_MIN, long_row_stats
+from kernels.cuda._util import BLOCK, MAX_BLOCKS, blocks, device, host_int, launch, scan, _xp
+from kernels.cuda.long_rows import (LONG_BLOCKS, LONG_MIN, MAX_K, TABLE, is_long_row,
+                                    long_row_stats, sample_long_row)
 
 row_stats = device(_its.row_stats)
 sample_one_row = device(_its.sample_one_row)
@@ -30,7 +34,7 @@ _k_of = device(_its.k_of)
 _rid_of = device(_its.rid_of)
 _slots = device(_its.slots)
 gather_row_slots = device(_its.gather_row_slots)
-gather_row_sample = device(_its.gather_row_sample)
+_row_draw_params = device(_its.row_draw_params)
 
 
 @cuda.jit(cache=True)
@@ -50,22 +54,79 @@ def _csr_stats(indptr, values, has_values, k_scalar, k_arr, replace, prefix,
         out_ptr[i + 1] = _slots(_k_of(k_scalar, k_arr, i), p, replace)
 
 
+@cuda.jit(device=True)
+def _row_of(i, gather, indptr, q_indptr, q_indices, has_values, positives, modes):
+    """(lo, hi, positives, mode) of the row sampled as row ``i``: row ``i`` of the
+    matrix, or for a fused selection ``Q @ A`` the row of A that Q selects."""
+    r = q_indices[q_indptr[i]] if gather else i
+    return _row_draw_params(r, indptr, has_values, positives, modes)
+
+
 @cuda.jit(cache=True)
-def _csr_sample(indptr, values, has_values, prefix, positives, modes, row_ids,
-                seed, stream, replace, out_ptr, out):
-    n = indptr.size - 1
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        cnt = out_ptr[i + 1] - out_ptr[i]
-        if cnt:
-            # np.uint64: a no-op on the GPU; under the simulator a jit
-            # function's uint64 result comes back as a Python int, which
-            # would otherwise be passed on as an int64.
-            key = np.uint64(row_key(seed, stream, _rid_of(row_ids, i)))
-            sample_one_row(out, out_ptr[i], cnt, indptr[i], indptr[i + 1],
-                           values, has_values, prefix, modes[i], positives[i],
-                           key, replace)
+def _sample_rows(gather, indptr, q_indptr, q_indices, values, has_values, prefix,
+                 positives, modes, row_ids, seed, stream, replace, out_ptr, out,
+                 long_min, max_k, batch, long_blocks):
+    # The last ``long_blocks`` blocks take the long rows, one block per row;
+    # the others take every other row, one thread per row.  Both read the
+    # rows' lengths, so no host read decides the routing.
+    table = cuda.shared.array(TABLE, np.int32)
+    sh_sort = cuda.shared.array(MAX_K, np.int64)
+    sh_draw = cuda.shared.array(BLOCK, np.int64)
+    flags = cuda.shared.array(BLOCK, np.int32)
+    sh_rows = cuda.shared.array(BLOCK, np.int64)
+    n = out_ptr.size - 1
+    t = cuda.threadIdx.x
+    short_blocks = cuda.gridDim.x - long_blocks
+    if cuda.blockIdx.x < short_blocks:
+        for i in range(cuda.blockIdx.x * BLOCK + t, n, short_blocks * BLOCK):
+            cnt = out_ptr[i + 1] - out_ptr[i]
+            if cnt:
+                lo, hi, p, m = _row_of(i, gather, indptr, q_indptr, q_indices,
+                                       has_values, positives, modes)
+                if not is_long_row(hi - lo, cnt, has_values, long_min, max_k):
+                    # np.uint64: a no-op on the GPU; under the simulator a jit
+                    # function's uint64 result comes back as a Python int,
+                    # which would otherwise be passed on as an int64.
+                    key = np.uint64(row_key(seed, stream, _rid_of(row_ids, i)))
+                    sample_one_row(out, out_ptr[i], cnt, lo, hi, values, has_values,
+                                   prefix, m, p, key, replace)
+        return
+    first = cuda.blockIdx.x - short_blocks
+    for c0 in range(first, n, long_blocks * BLOCK):  # the block's rows, BLOCK at a time
+        i = c0 + t * long_blocks
+        sh_rows[t] = -1
+        if i < n and out_ptr[i + 1] > out_ptr[i]:  # an empty Q row selects no row
+            lo, hi, p, m = _row_of(i, gather, indptr, q_indptr, q_indices, has_values,
+                                   positives, modes)
+            if is_long_row(hi - lo, out_ptr[i + 1] - out_ptr[i], has_values, long_min,
+                           max_k):
+                sh_rows[t] = i
+        cuda.syncthreads()
+        for s in range(BLOCK):
+            i = sh_rows[s]
+            if i >= 0:
+                lo, hi, p, m = _row_of(i, gather, indptr, q_indptr, q_indices,
+                                       has_values, positives, modes)
+                key = np.uint64(row_key(seed, stream, _rid_of(row_ids, i)))
+                sample_long_row(out, out_ptr[i], out_ptr[i + 1] - out_ptr[i], lo, hi,
+                                values, has_values, prefix, m, p, key, replace, batch,
+                                table, sh_sort, sh_draw, flags)
+        cuda.syncthreads()
+
+
+def _launch_sample(n, gather, indptr, q_indptr, q_indices, values, has_values, prefix,
+                   positives, modes, row_ids, seed, stream, replace, out_ptr, out,
+                   long_min, max_k, batch):
+    """One launch of ``_sample_rows``: ``blocks(n)`` blocks of short rows (fewer if
+    the cap on blocks requires) and up to ``LONG_BLOCKS`` of long ones."""
+    long_min = LONG_MIN if long_min is None else int(long_min)
+    max_k = MAX_K if max_k is None else min(int(max_k), MAX_K)
+    batch = BLOCK if batch is None else max(1, min(int(batch), BLOCK))
+    nl = min(n, LONG_BLOCKS, MAX_BLOCKS // 2)
+    ns = min(blocks(n), MAX_BLOCKS - nl)
+    launch(_sample_rows, (ns + nl) * BLOCK, gather, indptr, q_indptr, q_indices, values,
+           has_values, prefix, positives, modes, row_ids, seed, stream, replace, out_ptr,
+           out, long_min, max_k, batch, nl)
 
 
 @cuda.jit(cache=True)
@@ -91,22 +152,6 @@ def _gather_slots(q_indptr, q_indices, q_scale, a_indptr, a_has_values,
         out_ptr[i + 1] = gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr,
                                           a_has_values, a_positives, k_scalar, k_arr,
                                           replace)
-
-
-@cuda.jit(cache=True)
-def _gather_sample(q_indptr, q_indices, a_indptr, a_values, a_has_values,
-                   a_prefix, a_positives, a_modes, row_ids, seed, stream,
-                   replace, out_ptr, out):
-    n = q_indptr.size - 1
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        cnt = out_ptr[i + 1] - out_ptr[i]
-        if cnt:
-            key = np.uint64(row_key(seed, stream, _rid_of(row_ids, i)))
-            gather_row_sample(i, out, out_ptr[i], cnt, q_indptr, q_indices, a_indptr,
-                              a_values, a_has_values, a_prefix, a_positives, a_modes,
-                              key, replace)
 
 
 @cuda.jit(cache=True)
@@ -139,8 +184,14 @@ def _dedup_fill(indptr, pos, new_ptr, out, counts):
 
 
 def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
-               stream, replace):
-    """Sample every row of a CSR matrix; see ``kernels.cpu.sample``."""
+               stream, replace, long_min=None, max_k=None, batch=None):
+    """Sample every row of a CSR matrix; see ``kernels.cpu.sample``.
+
+    Rows longer than ``long_min`` (default ``LONG_MIN``) asking at most
+    ``max_k`` picks (default and cap ``MAX_K``) are sampled by a block each,
+    ``batch`` rejection draws per round (default and cap ``BLOCK``): the
+    same picks; the tests shrink them.
+    """
     xp = _xp(indptr)
     n = indptr.size - 1
     if n <= 0:
@@ -160,9 +211,9 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     total = host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
     if total:
-        launch(_csr_sample, n, indptr, values, has_values, prefix,
-                                      positives, modes, row_ids, seed, stream,
-                                      replace, out_ptr, out)
+        _launch_sample(n, False, indptr, indptr, indptr, values, has_values, prefix,
+                       positives, modes, row_ids, seed, stream, replace, out_ptr, out,
+                       long_min, max_k, batch)
     return out_ptr, out
 
 
@@ -191,10 +242,12 @@ def row_guide(indptr, prefix, positives, modes):
 
 def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
                   a_has_values, a_prefix, a_guide, a_positives, a_modes, k_scalar,
-                  k_arr, row_ids, seed, stream, replace):
+                  k_arr, row_ids, seed, stream, replace, long_min=None, max_k=None,
+                  batch=None):
     """Sample the rows of ``Q @ A`` for a Q with at most one entry per row;
     see ``kernels.cpu.sample``.  ``a_guide`` is ignored (see ``row_guide``):
-    the picks are the same with or without it."""
+    the picks are the same with or without it.  Long rows of A go to a
+    block each, as in ``sample_csr`` (same keywords)."""
     xp = _xp(q_indptr)
     n = q_indptr.size - 1
     if n <= 0:
@@ -209,10 +262,9 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     total = host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
     if total:
-        launch(_gather_sample, n, q_indptr, q_indices, a_indptr,
-                                         a_values, a_has_values, a_prefix,
-                                         a_positives, a_modes, row_ids, seed,
-                                         stream, replace, out_ptr, out)
+        _launch_sample(n, True, a_indptr, q_indptr, q_indices, a_values, a_has_values,
+                       a_prefix, a_positives, a_modes, row_ids, seed, stream, replace,
+                       out_ptr, out, long_min, max_k, batch)
     return out_ptr, out
 
 

@@ -160,3 +160,138 @@ def test_gpu_reduce_rows_equal_cpu_on_long_rows():
         exp = cpu_reduce(ptr, v, True, 0, np.zeros(1, dt), np.ones(1, dt))
         got = gpu_reduce(cp.asarray(ptr), cp.asarray(v), True, 0, cp.zeros(1, dt), cp.ones(1, dt))
         np.testing.assert_array_equal(cp.asnumpy(got), exp)
+
+
+# -- The draws of long rows: a block per row (kernels.cuda.long_rows.sample_long_row) --
+
+#: Block path for rows of more than 8 entries asking at most 40 picks, so the
+#: simulator's 8-thread blocks take rows of ~100 entries (8 draws per round).
+SMALL = {"long_min": 8, "max_k": 40, "batch": 8}
+SEED, STREAM = np.uint64(11), np.uint64(2)
+
+
+def _draw_rows(rng):
+    """Rows covering every case of ``sample_one_row``, long and short in one matrix:
+    weighted, heavy (a few entries hold nearly all the mass: the rejection
+    budget runs out), with zeros, uniform (equal weights), few positives
+    (take-all), short, empty."""
+    lengths = [90, 120, 5, 100, 80, 0, 60, 12, 100]
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    vals = rng.random(ptr[-1])
+    r = [slice(ptr[i], ptr[i + 1]) for i in range(len(lengths))]
+    vals[r[1]] = 1e-12
+    vals[ptr[1] + np.array([3, 50, 77])] = 1.0                # heavy row
+    vals[r[3]] *= rng.random(100) < 0.5                         # zeros
+    vals[r[4]] = 0.25                                           # uniform
+    vals[r[6]] = 0.0
+    vals[ptr[6] + np.array([1, 7, 30, 59])] = 2.0               # 4 positives: take-all
+    vals[r[8]] = rng.random(100) ** 8                           # skewed
+    return ptr, vals
+
+
+def _budget_ran_out(ptr, vals, i, k):
+    """Whether row ``i``'s rejection draws (``kernels.its._reject``) run out."""
+    from kernels.common import row_key
+    from kernels.its import _reject
+    from kernels.cpu.sample import row_prefix
+    prefix, pos, _ = row_prefix(ptr, vals)
+    out = np.zeros(k, np.int64)
+    key = np.uint64(row_key(SEED, STREAM, i))
+    filled, _ = _reject(out, 0, k, ptr[i], ptr[i + 1], prefix, key, out, 0)
+    return filled < k
+
+
+@sim
+@pytest.mark.parametrize("replace", [False, True])
+def test_sim_sample_csr_long_rows_equal_cpu(replace):
+    from kernels.cpu import sample as C
+    from kernels.cuda import sample as G
+    rng = np.random.default_rng(4)
+    ptr, vals = _draw_rows(rng)
+    e = np.zeros(0, np.int64)
+    # per-row k: the heavy row asks 5 of its 3 heavy entries (its budget runs
+    # out), one row asks more than max_k (one-thread path), the take-all row
+    # 10 of its 4 positives
+    k = np.array([20, 5, 3, 25, 17, 5, 10, 4, 50], np.int64)
+    if not replace:
+        assert _budget_ran_out(ptr, vals, 1, 5)
+    want = C.sample_csr(ptr, vals, True, 0, k, e, SEED, STREAM, replace)
+    got = G.sample_csr(ptr, vals, True, 0, k, e, SEED, STREAM, replace, **SMALL)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@sim
+@pytest.mark.parametrize("batch", [1, 3])
+def test_sim_sample_csr_long_rows_small_batches(batch):
+    from kernels.cpu import sample as C
+    from kernels.cuda import sample as G
+    rng = np.random.default_rng(8)
+    ptr = np.array([0, 30, 33], np.int64)
+    vals = rng.random(33) ** 3
+    e = np.zeros(0, np.int64)
+    want = C.sample_csr(ptr, vals, True, 6, e, e, SEED, STREAM, False)
+    got = G.sample_csr(ptr, vals, True, 6, e, e, SEED, STREAM, False,
+                       long_min=8, max_k=40, batch=batch)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@sim
+@pytest.mark.parametrize("replace", [False, True])
+def test_sim_sample_gather_long_rows_equal_cpu(replace):
+    from kernels.cpu import sample as C
+    from kernels.cuda import sample as G
+    rng = np.random.default_rng(6)
+    a_ptr, a_val = _draw_rows(rng)
+    prefix, positives, modes = C.row_prefix(a_ptr, a_val)
+    guide = C.row_guide(a_ptr, prefix, positives, modes)
+    # Q selects rows of A (the heavy row twice, the second time asking more
+    # than max_k picks), with an empty Q row and a zero scale
+    q_ptr = np.array([0, 1, 2, 3, 3, 4, 5, 6, 7, 8], np.int64)
+    q_idx = np.array([1, 0, 3, 4, 8, 6, 2, 1], np.int64)
+    q_scale = np.array([1.0, 2.0, 1.0, 0.0, 1.0, 1.0, 3.0, 1.0])
+    rid = np.arange(9, dtype=np.int64) * 7 + 1
+    k = np.array([5, 20, 15, 9, 9, 12, 12, 4, 50], np.int64)
+    want = C.sample_gather(q_ptr, q_idx, q_scale, a_ptr, a_val, True, prefix, guide,
+                           positives, modes, 0, k, rid, SEED, STREAM, replace)
+    got = G.sample_gather(q_ptr, q_idx, q_scale, a_ptr, a_val, True, prefix, guide,
+                          positives, modes, 0, k, rid, SEED, STREAM, replace, **SMALL)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert np.diff(got[0]).tolist()[3] == 0  # the empty Q row
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("replace", [False, True])
+def test_gpu_sample_long_rows_equal_cpu(replace):
+    cp = _cupy()
+    if cp is None or IN_SIM:
+        pytest.skip("needs cupy and a GPU")
+    from kernels.cpu import sample as C
+    from kernels.cuda import sample as G
+    rng = np.random.default_rng(3)
+    lengths = [10 ** 5, 40, 2 * 10 ** 5, 10 ** 5, 3000]
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    vals = rng.random(ptr[-1]) ** 4
+    vals[ptr[2]:ptr[3]] = rng.random(2 * 10 ** 5) ** 40      # heavy: a long second phase
+    vals[ptr[3]:ptr[4]] = 0.5                                  # uniform
+    k = np.array([512, 10, 512, 512, 1024], np.int64)
+    e = np.zeros(0, np.int64)
+    want = C.sample_csr(ptr, vals, True, 0, k, e, SEED, STREAM, replace)
+    got = G.sample_csr(cp.asarray(ptr), cp.asarray(vals), True, 0, cp.asarray(k),
+                       cp.asarray(e), SEED, STREAM, replace)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(cp.asnumpy(g), w)
+    prefix, positives, modes = C.row_prefix(ptr, vals)
+    q_ptr = np.arange(6, dtype=np.int64)
+    q_idx = np.array([2, 0, 1, 3, 4], np.int64)
+    want = C.sample_gather(q_ptr, q_idx, np.zeros(0), ptr, vals, True, prefix,
+                           np.zeros(0, np.uint32), positives, modes, 512, e, e, SEED,
+                           STREAM, replace)
+    d = cp.asarray
+    got = G.sample_gather(d(q_ptr), d(q_idx), cp.zeros(0), d(ptr), d(vals), True, d(prefix),
+                          cp.zeros(0, np.uint32), d(positives), d(modes), 512, d(e), d(e),
+                          SEED, STREAM, replace)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(cp.asnumpy(g), w)
