@@ -132,18 +132,24 @@ def compact_columns(A):
 
 
 def _group_ptr(func, arg, ptr, total, xp):
-    """A CSR-like group pointer: int64, starts at 0, non-decreasing, ends at total."""
+    """A CSR-like group pointer: int64, starts at 0, non-decreasing, ends at total.
+
+    Checked on the host (a pointer has one entry per group): a device
+    pointer costs one read instead of one per test, a host one none.
+    """
     from spla.exceptions import InvalidCSR
-    ptr = xp.asarray(ptr)
+    if not hasattr(ptr, "dtype"):
+        ptr = np.asarray(ptr)
     if ptr.ndim != 1 or ptr.size < 1 or ptr.dtype.kind not in "iu":
         fail(InvalidValue, func, arg, "a 1-D integer array of group offsets", describe(ptr))
-    ptr = ptr.astype(np.int64)
-    if int(ptr[0]) != 0 or int(ptr[-1]) != total:
+    host = np.asarray(backend.to_host(ptr), np.int64)
+    if host[0] != 0 or host[-1] != total:
         fail(InvalidCSR, func, arg, f"offsets from 0 to {total}",
-             f"from {int(ptr[0])} to {int(ptr[-1])}")
-    if ptr.size > 1 and bool((ptr[1:] < ptr[:-1]).any()):
+             f"from {int(host[0])} to {int(host[-1])}")
+    if host.size > 1 and bool((host[1:] < host[:-1]).any()):
         fail(InvalidCSR, func, arg, "non-decreasing offsets", "a decreasing step")
-    return ptr
+    return xp.asarray(host) if backend.xp_of_array(ptr) is not xp or ptr.dtype != np.int64 \
+        else ptr
 
 
 def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):

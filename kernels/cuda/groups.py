@@ -70,12 +70,11 @@ def _seq_entries(ptr, idx, row_ptr, row_grp, row_of, first_ptr, base, seq_grp,
         seq_src[s] = e
 
 
-def _owners(xp, ptr):
-    """Segment of every position ``ptr[0] .. ptr[-1] - 1`` of a CSR-like
-    pointer (empty segments own nothing).  A search rather than
-    ``repeat``, which cupy only takes with host-side counts."""
-    lo = host_int(ptr[0])
-    hi = host_int(ptr[ptr.size - 1])
+def _owners(xp, ptr, lo, hi):
+    """Segment of every position ``lo = ptr[0] .. hi - 1 = ptr[-1] - 1`` of a
+    CSR-like pointer (empty segments own nothing); the callers have read
+    ``lo`` and ``hi`` already.  A search rather than ``repeat``, which cupy
+    only takes with host-side counts."""
     pos = xp.arange(lo, hi, dtype=np.int64)
     return (xp.searchsorted(ptr, pos, side="right") - 1).astype(np.int64)
 
@@ -97,7 +96,8 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     r1 = host_int(row_ptr[G])
     nnz_base = host_int(ptr[r0])
     n_entries = host_int(ptr[r1]) - nnz_base
-    n_first = host_int(first_ptr[G]) - host_int(first_ptr[0])
+    f0 = host_int(first_ptr[0])
+    n_first = host_int(first_ptr[G]) - f0
     L = n_first + n_entries
     empty = xp.zeros(0, np.int64)
     out_type = index_dtype(L)
@@ -112,12 +112,13 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     seq_col = xp.empty(L, np.int64)
     seq_src = xp.empty(L, np.int64)
     if n_first:
-        launch(_seq_first, n_first, first, first_ptr, _owners(xp, first_ptr), base,
-                                           seq_grp, seq_col, seq_src)
-    row_grp = _owners(xp, row_ptr)
+        launch(_seq_first, n_first, first, first_ptr, _owners(xp, first_ptr, f0, f0 + n_first),
+               base, seq_grp, seq_col, seq_src)
+    row_grp = _owners(xp, row_ptr, r0, r1)
     # Row of every entry (relative to r0): the entries' kernel and the final
     # (row, column) sort both need it.
-    row_of = _owners(xp, ptr[r0:r1 + 1].astype(np.int64)) if n_entries else None
+    row_of = (_owners(xp, ptr[r0:r1 + 1].astype(np.int64), nnz_base, nnz_base + n_entries)
+              if n_entries else None)
     if n_entries:
         launch(_seq_entries, n_entries, ptr, idx, row_ptr, row_grp, row_of,
                                                first_ptr, base, seq_grp, seq_col,
@@ -192,7 +193,7 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     c1 = host_int(col_ptr[G])
     # Each group's columns sorted, ties in position order.
     seg = cols[c0:c1].astype(np.int64)
-    col_grp = _owners(xp, col_ptr)
+    col_grp = _owners(xp, col_ptr, c0, c1)
     o = stable_order(xp, col_grp, seg, G, ncols)
     sorted_cols = seg[o]
     sorted_pos = o + c0
@@ -209,7 +210,7 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     row_grp = xp.full(nr, -1, np.int64)
     r0 = host_int(row_ptr[0])
     r1 = host_int(row_ptr[G])
-    row_grp[r0:r1] = _owners(xp, row_ptr)
+    row_grp[r0:r1] = _owners(xp, row_ptr, r0, r1)
     # One thread per entry of the rows, not per row: a hub row (LADIES'
     # probability rows hold a whole neighbourhood) would keep one thread
     # busy while the others idle.
@@ -226,7 +227,7 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     for q0, q1, t0, t1 in row_chunks(row_off, T):
         if t1 == t0:
             continue
-        e_row = q0 + _owners(xp, row_off[q0:q1 + 1])
+        e_row = q0 + _owners(xp, row_off[q0:q1 + 1], t0, t1)
         e_src = starts[e_row] + (xp.arange(t0, t1, dtype=np.int64) - row_off[e_row])
         hit = xp.empty(t1 - t0, np.int64)
         launch(_extract_match, t1 - t0, idx, e_src, row_grp[e_row], col_ptr,
