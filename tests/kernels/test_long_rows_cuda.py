@@ -271,27 +271,30 @@ def test_gpu_sample_long_rows_equal_cpu(replace):
     from kernels.cpu import sample as C
     from kernels.cuda import sample as G
     rng = np.random.default_rng(3)
-    lengths = [10 ** 5, 40, 2 * 10 ** 5, 10 ** 5, 3000]
+    lengths = [10 ** 5, 40, 2 * 10 ** 4, 10 ** 5, 3000, 2 * 10 ** 5]
     ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     vals = rng.random(ptr[-1]) ** 4
-    vals[ptr[2]:ptr[3]] = rng.random(2 * 10 ** 5) ** 40      # heavy: a long second phase
-    vals[ptr[3]:ptr[4]] = 0.5                                  # uniform
-    k = np.array([512, 10, 512, 512, 1024], np.int64)
+    heavy = slice(ptr[2], ptr[3])          # three entries hold the mass: the budget runs out
+    vals[heavy] = 1e-12
+    vals[ptr[2] + np.array([5, 900, 19000])] = 1.0
+    vals[ptr[3]:ptr[4]] = 0.5              # uniform
+    k = np.array([512, 10, 64, 512, 1024, 2000], np.int64)  # 2000 > MAX_K: one thread
     e = np.zeros(0, np.int64)
+    d = cp.asarray
     want = C.sample_csr(ptr, vals, True, 0, k, e, SEED, STREAM, replace)
-    got = G.sample_csr(cp.asarray(ptr), cp.asarray(vals), True, 0, cp.asarray(k),
-                       cp.asarray(e), SEED, STREAM, replace)
+    got = G.sample_csr(d(ptr), d(vals), True, 0, d(k), d(e), SEED, STREAM, replace)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(cp.asnumpy(g), w)
     prefix, positives, modes = C.row_prefix(ptr, vals)
-    q_ptr = np.arange(6, dtype=np.int64)
-    q_idx = np.array([2, 0, 1, 3, 4], np.int64)
+    q_ptr = np.arange(7, dtype=np.int64)
+    q_idx = np.array([2, 0, 1, 3, 4, 5], np.int64)
+    kq = k[q_idx]
+    rid = np.arange(6, dtype=np.int64) + 100
     want = C.sample_gather(q_ptr, q_idx, np.zeros(0), ptr, vals, True, prefix,
-                           np.zeros(0, np.uint32), positives, modes, 512, e, e, SEED,
+                           np.zeros(0, np.uint32), positives, modes, 0, kq, rid, SEED,
                            STREAM, replace)
-    d = cp.asarray
     got = G.sample_gather(d(q_ptr), d(q_idx), cp.zeros(0), d(ptr), d(vals), True, d(prefix),
-                          cp.zeros(0, np.uint32), d(positives), d(modes), 512, d(e), d(e),
+                          cp.zeros(0, np.uint32), d(positives), d(modes), 0, d(kq), d(rid),
                           SEED, STREAM, replace)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(cp.asnumpy(g), w)
