@@ -487,25 +487,3 @@ def row_draw_params(r, a_indptr, a_has_values, a_positives, a_modes):
         p = a_indptr[r + 1] - a_indptr[r]
         m = UNIFORM
     return a_indptr[r], a_indptr[r + 1], p, m
-
-
-@numba.njit(cache=True, inline="always")
-def gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values, a_positives,
-                  a_modes):
-    """(lo, hi, positives, mode) of the row of A that row ``i`` of ``Q @ A`` samples."""
-    return row_draw_params(q_indices[q_indptr[i]], a_indptr, a_has_values, a_positives,
-                           a_modes)
-
-
-@numba.njit(cache=True, inline="always")
-def gather_row_sample(i, out, o, cnt, q_indptr, q_indices, a_indptr, a_values,
-                      a_has_values, a_prefix, a_positives, a_modes, key, replace):
-    """Write the ``cnt`` picks of row ``i`` of a row-selection ``Q @ A`` to ``out[o:]``.
-
-    The CUDA twin's per-row step; the CPU kernel makes the same picks with
-    ``sample_one_row_cpu``.
-    """
-    lo, hi, p, m = gather_row_of(i, q_indptr, q_indices, a_indptr, a_has_values,
-                                 a_positives, a_modes)
-    sample_one_row(out, o, cnt, lo, hi, a_values, a_has_values, a_prefix, m, p,
-                   key, replace)
