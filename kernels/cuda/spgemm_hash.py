@@ -214,6 +214,13 @@ def hash_fill(xp, rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mu
 DENSE_FACTOR = 64
 #: Most bytes of dense scratch (stamps and values) for one launch.
 DENSE_BYTES = 1 << 30
+#: Fewest rows the dense path takes: it gives a row one block, which scans
+#: every column, so a handful of huge rows (LADIES' one probability row per
+#: minibatch over all n columns) would leave most of the GPU idle, where ESC
+#: spreads their products over every thread.  Twice an H100's or H200's 132
+#: multiprocessors; on an H200 LADIES' product of 16 such rows took 48.5 ms
+#: on the dense path (benchmarks/results/gpu_h200.md).
+DENSE_MIN_ROWS = 1 if SIM else 256
 
 
 @cuda.jit(device=True)
@@ -328,9 +335,10 @@ def row_paths(xp, w, ncols):
     The rule: a row with at most ``CAP`` products fits a block's shared
     table (hash); a longer row takes the dense accumulator while ``ncols <=
     DENSE_FACTOR * products`` and one block's dense scratch fits
-    ``DENSE_BYTES``; the others (few long rows over very many columns) take
-    ESC, whose chunks bound its memory whatever the row.  Rows without
-    products are empty on every path and are in none.
+    ``DENSE_BYTES``, when at least ``DENSE_MIN_ROWS`` rows qualify; the
+    others (few long rows, or long rows over very many columns) take ESC,
+    whose chunks bound its memory whatever the row.  Rows without products
+    are empty on every path and are in none.
     """
     small = (w > 0) & (w <= CAP)
     big = w > CAP
@@ -338,4 +346,7 @@ def row_paths(xp, w, ncols):
         dense = big & (w * DENSE_FACTOR >= int(ncols))
     else:
         dense = xp.zeros(w.size, np.bool_)
-    return xp.flatnonzero(small), xp.flatnonzero(dense), xp.flatnonzero(big & ~dense)
+    dense_rows = xp.flatnonzero(dense)
+    if dense_rows.size < DENSE_MIN_ROWS:
+        return xp.flatnonzero(small), dense_rows[:0], xp.flatnonzero(big)
+    return xp.flatnonzero(small), dense_rows, xp.flatnonzero(big & ~dense)

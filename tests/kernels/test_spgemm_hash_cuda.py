@@ -142,3 +142,17 @@ def test_gpu_hash_spgemm_rmat(scale):
     got = gpu.spgemm(*(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args))
     for w, g in zip(want, got):
         np.testing.assert_array_equal(cp.asnumpy(g), w)
+
+
+def test_row_paths_leave_a_few_huge_rows_to_esc(monkeypatch):
+    """The dense path takes long rows only when enough of them fill the GPU:
+    fewer than ``DENSE_MIN_ROWS`` go to ESC (LADIES' few probability rows)."""
+    from kernels.cuda import spgemm_hash
+    monkeypatch.setattr(spgemm_hash, "DENSE_MIN_ROWS", 3)
+    cap = spgemm_hash.CAP
+    w = np.array([0, 1, cap, cap + 1, cap * 4, 5], np.int64)
+    small, dense, esc = spgemm_hash.row_paths(np, w, ncols=cap)
+    assert small.tolist() == [1, 2, 5] and dense.tolist() == [] and esc.tolist() == [3, 4]
+    w = np.array([cap + 1, cap * 2, cap * 3, 2], np.int64)
+    small, dense, esc = spgemm_hash.row_paths(np, w, ncols=cap)
+    assert small.tolist() == [3] and dense.tolist() == [0, 1, 2] and esc.tolist() == []
