@@ -41,13 +41,13 @@ def require_gpu():
 
 
 def minibatch_ids(cupy, A, batches=16, seed=1):
-    """The src_nodes of ``batches`` GraphSAGE [15, 10, 5] minibatches, sampled on the GPU."""
+    """The input vertices of ``batches`` GraphSAGE [15, 10, 5] minibatches, sampled on the GPU."""
     import sampling
     rng = np.random.default_rng(seed)
     n = A.shape[0]
     seeds = [cupy.asarray(rng.choice(n, 1024, replace=False)) for _ in range(batches)]
     mbs = sampling.GraphSAGE(A.to("cuda"), [15, 10, 5]).sample(seeds, seed=seed, epoch=0)
-    return [cupy.asarray(mb.src_nodes, dtype=np.int64) for mb in mbs]
+    return [cupy.asarray(mb.input_nodes, dtype=np.int64) for mb in mbs]
 
 
 def timed(fn, sync, repeats):
