@@ -52,25 +52,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+from gpu_common import require_gpu, timed  # noqa: E402 - after the path setup
+
 SECTIONS = ("tests", "equal", "train", "graphsage", "uva", "launch", "layerwise", "spgemm",
             "trace")
 #: The test directories whose ``cupy``/``gpu`` cases run on the device.
 TEST_DIRS = ("kernels", "spla", "sampling")
-
-
-def require_gpu():
-    """cupy and numba.cuda with a device, or exit 2 with the reason."""
-    try:
-        import cupy
-        from numba import cuda
-        if not cuda.is_available():
-            raise RuntimeError("numba.cuda.is_available() is False (no driver or no device)")
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # noqa: BLE001 - no cupy, no driver, no device: one message
-        print(f"bench_gpu.py: needs a CUDA GPU with cupy and numba-cuda; {exc}",
-              file=sys.stderr)
-        sys.exit(2)
-    return cupy
 
 
 def device_name(cupy):
@@ -84,20 +71,6 @@ def device_slug(name):
     m = re.search(r"\b([A-Z]\d{2,4}[A-Z]?)\b", name.upper())
     return (m.group(1) if m else re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")).lower()
 
-
-def timed(fn, repeats, sync):
-    fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
-
-
-# -- sections ---------------------------------------------------------------------------
 
 def run_tests(out):
     files = [os.path.join("tests", d) for d in TEST_DIRS]
@@ -558,7 +531,7 @@ def main(argv=None):
     if args.quick:
         args.scale, args.bulks, args.spgemm_scales, args.repeats = 16, (4, 16), (12,), 2
 
-    cupy = require_gpu()
+    cupy = require_gpu("bench_gpu.py")
     name, mem = device_name(cupy)
     path = args.out or os.path.join(HERE, "results", f"gpu_{device_slug(name)}.md")
     command = "python benchmarks/bench_gpu.py " + " ".join(sys.argv[1:] if argv is None else argv)

@@ -17,27 +17,13 @@ Exits 2 without a GPU.
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-
-def require_gpu():
-    """cupy and numba.cuda with a device, or exit 2 with the reason."""
-    try:
-        import cupy
-        from numba import cuda
-        if not cuda.is_available():
-            raise RuntimeError("numba.cuda.is_available() is False (no driver or no device)")
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # noqa: BLE001 - no cupy, no driver, no device: one message
-        print(f"bench_gpu_cache.py: needs a CUDA GPU with cupy and numba-cuda; {exc}",
-              file=sys.stderr)
-        sys.exit(2)
-    return cupy
+from gpu_common import require_gpu, timed  # noqa: E402 - after the path setup
 
 
 def minibatch_ids(cupy, A, batches=16, seed=1):
@@ -50,18 +36,6 @@ def minibatch_ids(cupy, A, batches=16, seed=1):
     return [cupy.asarray(mb.input_nodes, dtype=np.int64) for mb in mbs]
 
 
-def timed(fn, sync, repeats):
-    fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scale", type=int, default=20)
@@ -69,7 +43,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    cupy = require_gpu()
+    cupy = require_gpu("bench_gpu_cache.py")
     import sampling
     from spla.generators import rmat
     sync = cupy.cuda.Device().synchronize
@@ -89,7 +63,7 @@ def main(argv=None):
              "|---|---|---|---|---|---|"]
     times = {}
     for label, cache in caches.items():
-        t = timed(lambda c=cache: [c.gather(i, check=False) for i in ids], sync, args.repeats)
+        t = timed(lambda c=cache: [c.gather(i, check=False) for i in ids], args.repeats, sync)
         s0 = cache.stats()
         [cache.gather(i, check=False) for i in ids]
         s1 = cache.stats()
@@ -98,7 +72,7 @@ def main(argv=None):
         times[label] = t
         table.append(f"| {label} | {t * 1e3:.2f} | {out_bytes / t / 1e9:.1f} | "
                      f"{rows / t / 1e6:.1f} | {hits / rows:.1%} | {pcie:,} |")
-    t = timed(lambda: [full[i] for i in ids], sync, args.repeats)
+    t = timed(lambda: [full[i] for i in ids], args.repeats, sync)
     table.append(f"| (c) full matrix in device memory | {t * 1e3:.2f} | "
                  f"{out_bytes / t / 1e9:.1f} | {rows / t / 1e6:.1f} | 100.0% | 0 |")
     a, b = times.values()

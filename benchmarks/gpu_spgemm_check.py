@@ -14,22 +14,10 @@ a result differs.
 
 import argparse
 import sys
-import time
 
 import numpy as np
 
-
-def timed(fn, repeats, sync):
-    """Median seconds of ``repeats`` synchronised runs of ``fn`` after a warm-up."""
-    fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+from gpu_common import timed
 
 
 def same(cupy, C, R):
