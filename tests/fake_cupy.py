@@ -21,6 +21,7 @@ Element reads return 0-d arrays (as on cupy), so reading one element into
 Python is a counted read too.
 """
 
+import contextlib
 import sys
 import types
 
@@ -260,3 +261,19 @@ def count_kernels():
 
     call._counted = True
     simk.FakeCUDAKernel.__call__ = call
+
+
+@contextlib.contextmanager
+def installed():
+    """The stand-in as ``sys.modules["cupy"]`` with kernel launches counted,
+    for the ``with`` block only (a module-scoped fixture's body)."""
+    saved = sys.modules.get("cupy")
+    mod = install()
+    count_kernels()
+    try:
+        yield mod
+    finally:
+        if saved is None:
+            sys.modules.pop("cupy", None)
+        else:
+            sys.modules["cupy"] = saved

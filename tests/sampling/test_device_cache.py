@@ -6,7 +6,6 @@ gather under the CUDA simulator with cupy stood in for, and on a real GPU.
 """
 
 import os
-import sys
 import threading
 
 import numpy as np
@@ -89,15 +88,10 @@ def test_cache_needs_a_cuda_device():
 
 @pytest.fixture(scope="module")
 def cp():
+    """The cupy stand-in, installed for this module's tests only."""
     import fake_cupy
-    saved = sys.modules.get("cupy")
-    mod = fake_cupy.install()
-    fake_cupy.count_kernels()
-    yield mod
-    if saved is None:
-        sys.modules.pop("cupy", None)
-    else:
-        sys.modules["cupy"] = saved
+    with fake_cupy.installed() as mod:
+        yield mod
 
 
 def _problem(n=40, f=3, seed=0):

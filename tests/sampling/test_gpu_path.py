@@ -34,17 +34,9 @@ READS_PER_BULK = 2
 @pytest.fixture(scope="module")
 def cp():
     """The cupy stand-in, installed for this module's tests only."""
-    import sys
-
     import fake_cupy
-    saved = sys.modules.get("cupy")
-    mod = fake_cupy.install()
-    fake_cupy.count_kernels()
-    yield mod
-    if saved is None:
-        sys.modules.pop("cupy", None)
-    else:
-        sys.modules["cupy"] = saved
+    with fake_cupy.installed() as mod:
+        yield mod
 
 
 def _graph(n=48, m=300, seed=0):
