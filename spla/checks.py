@@ -165,13 +165,15 @@ def as_index_array(func, arg, x, bound=None, *, allow_empty=True):
     if a.dtype.kind == "u" and a.dtype.itemsize == 8 and int(a.max()) > np.iinfo(np.int64).max:
         fail(IndexOutOfRange, func, arg, "indices below 2**63", f"{int(a.max())}")
     a = a.astype(np.int64, copy=False)
-    lo = int(a.min())
+    if xp is np:
+        lo = int(a.min())
+        hi = int(a.max()) if bound is not None else None
+    else:  # a device array: both ends in one blocking read
+        lo, hi = xp.stack((a.min(), a.max())).tolist()
     if lo < 0:
         fail(IndexOutOfRange, func, arg, "non-negative indices", f"{lo}")
-    if bound is not None:
-        hi = int(a.max())
-        if hi >= bound:
-            fail(IndexOutOfRange, func, arg, f"indices below {bound}", f"{hi}")
+    if bound is not None and hi >= bound:
+        fail(IndexOutOfRange, func, arg, f"indices below {bound}", f"{hi}")
     return a
 
 
@@ -233,13 +235,18 @@ def check_weights(func, arg, values):
     if values is None or values.size == 0:
         return
     xp = xp_array(values)[0]
+    neg = values < 0
+    # One test (one blocking read on a GPU) for valid weights; the error's
+    # details are worked out only when there is one.
+    bad = (neg | ~xp.isfinite(values)) if values.dtype.kind == "f" else neg
+    if not bool(bad.any()):
+        return
     if values.dtype.kind == "f":
         bad = ~xp.isfinite(values)
         if bool(bad.any()):
             pos = int(xp.flatnonzero(bad)[0])
             fail(InvalidValue, func, arg, "finite weights (no NaN or inf)",
                  f"{values[pos]} at entry {pos}")
-    neg = values < 0
     if bool(neg.any()):
         pos = int(xp.flatnonzero(neg)[0])
         fail(InvalidValue, func, arg, "non-negative weights", f"{values[pos]} at entry {pos}")

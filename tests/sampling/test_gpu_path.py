@@ -233,6 +233,32 @@ def test_sim_sample_hops_remembers_the_growth(cp):
         assert all(x.to("cpu").isequal(y.to("cpu")) for x, y in zip(b1, b2))
 
 
+#: Blocking reads of one LADIES / FastGCN bulk of two layers, whatever its size
+#: (the operators' checks and sizes; counted by the stand-in).  A ceiling
+#: that only comes down: each read drains the GPU's queue.
+LAYERWISE_READS = {"ladies": 105, "fastgcn": 61}
+
+
+@pytest.mark.parametrize("sampler", ["ladies", "fastgcn"])
+def test_sim_layerwise_reads_per_bulk(cp, sampler):
+    """A layer-wise bulk's blocking reads stay under their ceiling and do not
+    grow with the number of minibatches in it."""
+    import fake_cupy
+    from sampling import FastGCN, LADIES
+    A, _ = _graph(seed=7)
+    cls = LADIES if sampler == "ladies" else FastGCN
+    reads = []
+    for k in (1, 3):
+        seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=k)]
+        s = cls(A.to("cuda"), [6, 5])
+        s.sample(seeds, seed=3)            # the graph's one-off work is done
+        fake_cupy.reset()
+        s.sample(seeds, seed=3, epoch=1)
+        reads.append(fake_cupy.STATS["reads"])
+    assert reads[0] == reads[1], reads
+    assert reads[0] <= LAYERWISE_READS[sampler], reads
+
+
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn"])
 def test_sim_layerwise_gpu_equals_cpu(cp, sampler):
     from sampling import FastGCN, LADIES
