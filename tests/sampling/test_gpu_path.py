@@ -247,13 +247,13 @@ def test_sim_layerwise_reads_per_bulk(cp, sampler):
     from sampling import FastGCN, LADIES
     A, _ = _graph(seed=7)
     cls = LADIES if sampler == "ladies" else FastGCN
+    seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=2)]
+    s = cls(A.to("cuda"), [6, 5])
+    s.sample(seeds[:1], seed=3)            # the graph's one-off work is done
     reads = []
-    for k in (1, 3):
-        seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=k)]
-        s = cls(A.to("cuda"), [6, 5])
-        s.sample(seeds, seed=3)            # the graph's one-off work is done
+    for k in (1, 2):
         fake_cupy.reset()
-        s.sample(seeds, seed=3, epoch=1)
+        s.sample(seeds[:k], seed=3, epoch=1)
         reads.append(fake_cupy.STATS["reads"])
     assert reads[0] == reads[1], reads
     assert reads[0] <= LAYERWISE_READS[sampler], reads
