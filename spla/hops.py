@@ -28,6 +28,8 @@ from spla.structure import compact_columns_blockwise, split_blocks
 
 #: A per-hop pick count meaning "every entry of the row" (PyG's -1).
 ALL = -1
+#: Bulks of at least this many groups size the fused hops by the last bulk's growth.
+GROWTH_MIN_GROUPS = 4
 
 
 def selection(vertices, n):
@@ -238,11 +240,15 @@ def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
     # The last bulk's frontier growth sizes this one's arrays (the kernels
     # check it on the device and fall back to worst-case sizes when it is
     # outgrown, so the blocks never depend on it); kept on A like its prefixes.
+    # Only for bulks of several minibatches: one minibatch's bounds are close
+    # to its true sizes but for the last hop, so an estimate saves it little,
+    # and one minibatch strays furthest from the last bulk's growth.
     key = ("hop_growth", tuple(ks), replace, weighted)
     raw, growth = hops.sample_hops(M.indptr, M.indices, a_vals, weighted, prefix, positives,
                                    modes, seeds, ptr, ids, ks, seed, streams, replace,
                                    value_mode, value_dtype, index_dtype(M.ncols),
-                                   growth=M._cache.get(key))
+                                   growth=M._cache.get(key) if ptr.size > GROWTH_MIN_GROUPS
+                                   else None)
     M._cache[key] = growth
     layers = []
     new = Matrix._new_device
