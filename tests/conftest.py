@@ -21,6 +21,14 @@ from hypothesis import HealthCheck, settings
 # tests/ holds helper modules (strategies, reference_samplers) imported by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# Under the CUDA simulator every simulated GPU thread is a Python thread, and
+# the simulator waits for a block's threads in a loop that holds the GIL:
+# with the default 5 ms switch interval each barrier of a block costs
+# several intervals.  A short interval lets the threads run (the simulator
+# child's kernel tests take a fraction of the time; nothing else runs there).
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    sys.setswitchinterval(1e-5)
+
 settings.register_profile(
     "ci", derandomize=True, print_blob=True, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
