@@ -119,20 +119,45 @@ def masked_row(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m
 
 @numba.njit(cache=True, inline="always")
 def pull_row(i, a_ptr, a_idx, a_val, a_hv, u_val, u_has, add, mul, onev, flip, w, w_has):
-    """Output row i of a masked ``A u`` (shared by both backends)."""
-    for p in range(a_ptr[i], a_ptr[i + 1]):
+    """Output row i of a masked ``A u`` (shared by both backends).
+
+    The terms fold left to right in A's row order (a fixed order, so the
+    value does not depend on how rows are spread over threads), in a
+    register: one store per row, not one per term.  An empty ``u_has``
+    means every u[k] is present (a dense u: no test per term); plus_times
+    over such a u runs a loop free of the per-term operator dispatch, with
+    the same terms in the same order (``a ⊗ u`` and ``u ⊗ a`` are the same
+    product for ``times``).
+    """
+    lo = a_ptr[i]
+    hi = a_ptr[i + 1]
+    dense_u = u_has.size == 0
+    if dense_u and add == ADD_PLUS and mul == MUL_TIMES and a_hv:
+        if hi > lo:
+            acc0 = a_val[lo] * u_val[a_idx[lo]]
+            for p in range(lo + 1, hi):
+                acc0 += a_val[p] * u_val[a_idx[p]]
+            w[i] = acc0
+            w_has[i] = True
+        return
+    acc = onev
+    found = False
+    for p in range(lo, hi):
         k = a_idx[p]
-        if not u_has[k]:
+        if not dense_u and not u_has[k]:
             continue
         av = a_val[p] if a_hv else onev
         t = mul_op(mul, u_val[k], av, onev) if flip else mul_op(mul, av, u_val[k], onev)
-        if w_has[i]:
-            w[i] = add_op(add, w[i], t)
+        if found:
+            acc = add_op(add, acc, t)
         else:
-            w[i] = t
-            w_has[i] = True
-        if add == ADD_ANY:
-            return
+            acc = t
+            found = True
+            if add == ADD_ANY:
+                break
+    if found:
+        w[i] = acc
+        w_has[i] = True
 
 
 @numba.njit(cache=True, inline="always")

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from spla import backend
+from spla.arrays import narrow_indices
 from spla.checks import as_index_array, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.mask import (check_write, entries, finish, member, merge, ones_if_none, positions,
@@ -59,12 +60,44 @@ def transpose_pattern(A):
         from spla.product import _transpose_arrays
         xp = A.xp
         ptr, idx, order = _transpose_arrays(xp, A, xp.arange(A.nnz, dtype=np.int64), True)
-        t = A._cache["transpose_pattern"] = (ptr, idx, order)
+        t = A._cache["transpose_pattern"] = (ptr, narrow_indices(idx, A.nrows), order)
     return t
 
 
+def _transposed_values(A, vals, dt):
+    """``vals`` (one per entry of A) in Aᵀ's entry order, cast to ``dt``.
+
+    One slot cached on the matrix, keyed by the identity of the source
+    array: A's own values and its cached row ids are the same objects at
+    every call, so an iterative method gathers them once, not per step.
+    """
+    xp = A.xp
+    if vals is None:
+        return xp.zeros(0, dt), False
+    hit = A._cache.get("transpose_values")
+    if hit is not None and hit[0] is vals and hit[1] == dt:
+        return hit[2], True
+    out = vals[transpose_pattern(A)[2]].astype(dt, copy=False)
+    A._cache["transpose_values"] = (vals, dt, out)
+    return out, True
+
+
+#: ``vxm`` pushes from u's entries while their rows hold under 1 / PUSH_SHARE
+#: of A's entries, and pulls along Aᵀ's rows otherwise (direction-optimising,
+#: as a BFS needs: a small frontier's edges are few, a large frontier's
+#: unvisited outputs stop at their first hit).
+PUSH_SHARE = 16
+
+
+def _push_wins(A, u):
+    ids = u.indices
+    edges = int((A.indptr[ids + 1] - A.indptr[ids]).sum())
+    return edges * PUSH_SHARE < A.nnz
+
+
 def _product_vec(func, A, u, sr, mask, push):
-    """T = A u (``push=False``) or u A (``push=True``) as a Vector."""
+    """(T, exact): T = A u (``push=False``) or u A (``push=True``) as a Vector;
+    ``exact`` says T holds no entry outside the mask (a kernel path)."""
     xp = A.xp
     if push:
         L, R = u._as_row(), A
@@ -73,7 +106,7 @@ def _product_vec(func, A, u, sr, mask, push):
     lv, rv, out_dt, kernel_ok = prepare(L, R, sr)
     if not kernel_ok:
         T = generic_product(L, R, sr, lv, rv)
-        return Vector._from_row(T) if push else Vector._from_col(T)
+        return (Vector._from_row(T) if push else Vector._from_col(T)), mask is None
     cdt = np.dtype(np.bool_) if out_dt is None else out_dt
     one = xp.ones(1, cdt)
     n_out = A.ncols if push else A.nrows
@@ -81,8 +114,8 @@ def _product_vec(func, A, u, sr, mask, push):
     K = masked_kernels(A.device)
     uv = lv if push else rv
     av = rv if push else lv
-    a_val, a_hv = cast(xp, av, cdt)
-    if push and A.device == "cpu":
+    if push and A.device == "cpu" and _push_wins(A, u):
+        a_val, a_hv = cast(xp, av, cdt)
         u_val, u_hv = cast(xp, uv, cdt)
         w, has = K.vxm_push(u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow,
                             n_out, sr.monoid.code, sr.mul_code, one)
@@ -92,16 +125,25 @@ def _product_vec(func, A, u, sr, mask, push):
             dense[u.indices] = True if cdt == np.bool_ else 1
         else:
             dense[u.indices] = uv.astype(cdt)
-        present = xp.zeros(u.size, np.bool_)
-        present[u.indices] = True
-        ptr, idx = A.indptr, A.indices
-        if push:  # GPU: a pull on A's transpose, operands in u ⊗ A order
-            ptr, idx, order = transpose_pattern(A)
-            a_val = a_val[order] if a_hv else a_val
+        if u.nvals == u.size:  # dense u: an empty ``present`` means all present
+            present = xp.zeros(0, np.bool_)
+        else:
+            present = xp.zeros(u.size, np.bool_)
+            present[u.indices] = True
+        if push:
+            # A pull along Aᵀ's rows, operands in u ⊗ A order.  Aᵀ's row j
+            # lists k increasing, the order in which the push visits u's
+            # sorted entries, so both fold the same terms in the same order:
+            # the same values, whatever the thread count.
+            ptr, idx, _ = transpose_pattern(A)
+            a_val, a_hv = _transposed_values(A, av, cdt)
+        else:
+            ptr, idx = A.indptr, A.indices
+            a_val, a_hv = cast(xp, av, cdt)
         w, has = K.mxv_pull(ptr, idx, a_val, a_hv, dense, present, allow,
                             sr.monoid.code, sr.mul_code, one, push)
     idx = xp.flatnonzero(has).astype(np.int64)
-    return Vector._new(idx, None if out_dt is None else w[idx], n_out)
+    return Vector._new(idx, None if out_dt is None else w[idx], n_out), True
 
 
 def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):
@@ -183,7 +225,10 @@ def _vector_product(func, A, u, semiring, mask, out, accum, replace, push):
              f"(A.{'nrows' if push else 'ncols'})", f"size {u.size}")
     backend.same_device(func, A, u)
     mask, out, accum = check_write(func, (outer,), Vector, mask, out, accum, replace)
-    return finish(func, _product_vec(func, A, u, sr, mask, push), mask, out, accum, replace)
+    T, exact = _product_vec(func, A, u, sr, mask, push)
+    if exact and out is None:
+        return T  # the kernel computed only what the mask lets through
+    return finish(func, T, mask, out, accum, replace)
 
 
 def reduce_scalar(X, monoid="plus"):
@@ -387,7 +432,10 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
         if mask is not None and not mask.complement:
             # A scalar reaches only the positions the mask lets through: the
             # rest of the region ends as C has it (or cleared) either way.
-            region = region[member(mask.true_keys(), region)]
+            if rows is None and cols is None:
+                region = mask.true_keys()  # the whole object: the mask's own keys
+            else:
+                region = region[member(mask.true_keys(), region)]
         keys, vv = region, xp.full(region.size, value)
     else:
         fail(DTypeError, func, "value", "a scalar, Matrix or Vector", describe(value))

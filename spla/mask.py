@@ -112,13 +112,35 @@ for _cls in (Matrix, Vector):
     _cls.V = _mask_property(False)
 
 
-def member(sorted_keys, keys):
-    """Boolean array: which ``keys`` occur in ``sorted_keys``."""
+def locate(sorted_keys, keys):
+    """Position of each of ``keys`` in ``sorted_keys`` (distinct), or -1 where absent.
+
+    On the host, when the keys span a range not much wider than the two
+    arrays (a Vector's positions, a BFS's frontier and visited set), a
+    dense table of that range answers each key in one read: linear work
+    where a binary search costs a logarithm per key.  Otherwise (a sparse
+    matrix's keys spread over rows x cols, or a device array, where reading
+    the ends would block) a binary search.
+    """
     xp = _xp(keys)
     if sorted_keys.size == 0 or keys.size == 0:
-        return xp.zeros(keys.size, bool)
+        return xp.full(keys.size, -1, np.int64)
+    if xp is np:
+        lo, hi = int(sorted_keys[0]), int(sorted_keys[-1])
+        if hi - lo < 4 * (sorted_keys.size + keys.size) + 4096:
+            table = np.full(hi - lo + 1, -1, np.int64)
+            table[sorted_keys - lo] = np.arange(sorted_keys.size, dtype=np.int64)
+            inside = (keys >= lo) & (keys <= hi)
+            pos = np.full(keys.size, -1, np.int64)
+            pos[inside] = table[keys[inside] - lo]
+            return pos
     pos = xp.minimum(xp.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
-    return sorted_keys[pos] == keys
+    return xp.where(sorted_keys[pos] == keys, pos, -1)
+
+
+def member(sorted_keys, keys):
+    """Boolean array: which ``keys`` occur in ``sorted_keys``."""
+    return locate(sorted_keys, keys) >= 0
 
 
 def _xp(a):
@@ -168,8 +190,8 @@ def merge(func, A, B, op, union, left_default=None, right_default=None):
     kb, vb = entries(B)
     pattern = va is None and vb is None and op.name in _PATTERN_OPS
     va, vb = ones_if_none(xp, va, ka.size), ones_if_none(xp, vb, kb.size)
-    pos = xp.minimum(xp.searchsorted(kb, ka), max(kb.size - 1, 0))
-    hit_a = member(kb, ka)
+    pos = locate(kb, ka)
+    hit_a = pos >= 0
     k_both = ka[hit_a]
     i, j = positions(A, k_both)
     v_both = op(va[hit_a], vb[pos[hit_a]], i, j, func=func)
