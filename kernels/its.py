@@ -409,12 +409,8 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
         sample_one_row(out, o, cnt, lo, hi, values, has_values, prefix, mode,
                        positives, key, replace)
         return
-    if mode == UNIFORM and cnt <= SET_MIN:
-        # The common node-wise row, on a path of its own: with the picks
-        # scanned (``bits`` known to be 0) the compiler specialises the
-        # draw loop, which the general path below, with a hash set that may
-        # or may not exist, cannot (see docs/design.rst for the gain).
-        _floyd(out, o, cnt, lo, hi, key, out, 0)
+    if mode == UNIFORM:
+        uniform_picks(out, o, cnt, lo, hi, key)
         sort_range(out, o, o + cnt)
         return
     bits = 0
@@ -422,14 +418,25 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
     if cnt > SET_MIN:
         bits = table_bits(cnt)
         seen = np.full(np.int64(1) << bits, EMPTY_KEY, np.int64)
-    if mode == UNIFORM:
-        _floyd(out, o, cnt, lo, hi, key, seen, bits)
-    else:
-        filled, n = _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits,
-                                    searched)
-        finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, seen, bits)
+    filled, n = _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits,
+                                searched)
+    finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, seen, bits)
+
+
+@numba.njit(cache=True, inline="always")
+def uniform_picks(out, o, cnt, lo, hi, key):
+    """``sample_one_row_cpu``'s uniform picks without replacement of a row of
+    more than ``cnt`` entries, unsorted, into ``out[o:o+cnt]`` (a caller that
+    orders them its own way, ``kernels.cpu.hops``, skips the sort)."""
+    if cnt <= SET_MIN:
+        # The common node-wise row, on a path of its own: with the picks
+        # scanned (``bits`` known to be 0) the compiler specialises the
+        # draw loop, which the path below, with a hash set, cannot (see
+        # docs/design.rst for the gain).
+        _floyd(out, o, cnt, lo, hi, key, out, 0)
         return
-    sort_range(out, o, o + cnt)
+    bits = table_bits(cnt)
+    _floyd(out, o, cnt, lo, hi, key, np.full(np.int64(1) << bits, EMPTY_KEY, np.int64), bits)
 
 
 # -- Rows of a fused row selection ``Q @ A``: the per-row steps both backends

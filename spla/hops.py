@@ -11,13 +11,16 @@ of ``G`` groups (one group per minibatch of a bulk)::
 and the next hop's frontier is ``src``.  ``sample_hops`` runs all hops and
 returns each one's diagonal blocks.  On a GPU it runs them fused (sample,
 relabel and emit in a few launches per hop, ``kernels.cuda.hops``), with no
-host read between hops and one at the end; elsewhere it runs the
-composition above, operator by operator.  Both give the same blocks.
+host read between hops and one at the end; on the CPU, uniform hops without
+replacement run fused too (each row's picks relabelled while in cache,
+``kernels.cpu.hops``); the others, and distributed graphs, run the
+composition above, operator by operator.  All give the same blocks.
 """
 
 import numpy as np
 
 from spla import backend
+from spla.arrays import readonly
 from spla.checks import as_int, as_u64, describe, fail, grouped_ids_stats, index_dtype
 from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue
 from spla.matrix import Matrix
@@ -160,9 +163,9 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
         return [([], seeds, ptr, seeds, ptr) for _ in ks]
     # (A rank of a distributed graph with no group still takes part in each
     # hop's collective row fetch.)
-    if D is None and M.device == backend.CUDA and not materialize:
-        hops = backend.kernels_for(backend.CUDA).hops
-        if hops.fusable(ks):
+    if D is None and not materialize:
+        hops = backend.kernels_for(M.device).hops
+        if hops.fusable(ks, replace=replace, weighted=weighted):
             return _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted)
     return _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, materialize)
 
@@ -229,7 +232,7 @@ def _check_seeds(func, seeds, ptr, n):
 
 
 def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
-    """The GPU's fused hops, their outputs cut into blocks (views)."""
+    """The fused hops (GPU, or the CPU's uniform ones), their outputs cut into blocks (views)."""
     a_vals, prefix, _guide, positives, modes = draw_arrays(M, weighted)
     if replace:
         value_mode, value_dtype = 2, np.dtype(np.float32)
@@ -252,7 +255,10 @@ def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
     M._cache[key] = growth
     layers = []
     new = Matrix._new_device
+    host = M.device == backend.CPU
     for bptr, bidx, bval, dst, dp, src, sp, ep in raw:
+        if host:  # a host matrix's arrays are read-only (its blocks are views of these)
+            bptr, bidx = readonly(bptr), readonly(bidx)
         # Python ints once per hop: a bulk makes a block per group and hop,
         # and the host's time per block is what large bulks wait on.
         d, e, s = dp.tolist(), ep.tolist(), sp.tolist()

@@ -84,6 +84,50 @@ def test_sample_hops_is_the_composition(problem):
             assert x.isequal(y)
 
 
+_SPARSE = spla.generators.rmat(12, 4, seed=5).structure()
+
+
+@st.composite
+def sparse_problems(draw):
+    """Groups small next to the graph (the CPU's fused hops then relabel by
+    hash tables, or by tags once a hop takes every entry of the hubs),
+    rows of hundreds of entries, picks past the Floyd scan's limit (32)."""
+    n = _SPARSE.nrows
+    G = draw(st.integers(1, 5))
+    groups = [draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=40, unique=True))
+              for _ in range(G)]
+    ks = draw(st.lists(st.sampled_from([-1, 1, 3, 40]), min_size=1, max_size=3))
+    ids = draw(st.lists(st.integers(0, 50), min_size=G, max_size=G))
+    return groups, ks, ids, draw(st.integers(0, 2 ** 64 - 1)), draw(st.sampled_from([1, 2]))
+
+
+@settings(max_examples=30)
+@given(sparse_problems())
+def test_fused_cpu_hops_are_the_composition_on_a_sparse_graph(problem):
+    """The CPU's fused hops (uniform draws) against the composition, on any
+    thread count: the groups a worker takes do not change their blocks."""
+    import numba
+
+    groups, ks, ids, seed, threads = problem
+    seeds = np.concatenate([np.array(g, np.int64) for g in groups])
+    ptr = np.cumsum([0] + [len(g) for g in groups])
+    streams = [5 * h + 2 for h in range(len(ks))]
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        got = spla.sample_hops(_SPARSE, seeds, ptr, ks, seed=seed, streams=streams,
+                               group_ids=ids)
+    finally:
+        numba.set_num_threads(before)
+    want = reference_hops(_SPARSE, seeds, ptr, ks, seed, streams, ids, False, False)
+    for (gb, gd, gdp, gs, gsp), (wb, wd, wdp, ws, wsp) in zip(got, want, strict=True):
+        assert gdp.tolist() == wdp.tolist() and gsp.tolist() == list(wsp)
+        assert gd.tolist() == wd.tolist() and gs.tolist() == ws.tolist()
+        for x, y in zip(gb, wb, strict=True):
+            assert x.isequal(y)
+            assert not x.indices.flags.writeable
+
+
 def test_blocks_hold_sampled_edges_of_the_graph():
     """Invariants: every edge exists, at most k per row, sources start with the
     destinations and are distinct within a group, the next hop starts there."""

@@ -1,0 +1,325 @@
+"""Fused node-wise hops on the CPU: sample and relabel in one pass (uniform draws).
+
+The CPU twin of ``kernels.cuda.hops`` for the common node-wise hop: every
+frontier vertex draws ``k`` distinct neighbours uniformly (or takes all of
+them), and each group (minibatch) gets its own column space, its frontier
+first, then the new vertices in order of first appearance (row by row,
+ascending column within a row).  The composition
+(``sample_gather``, ``take``, ``compact_groups``) writes the picks'
+positions, gathers their columns, then relabels them in a second pass over
+the group; here a worker draws a row's picks into a few words of scratch,
+looks each column up in its group's map at once and writes the local ids,
+so the picks are touched once, while they are in cache, and no array of
+positions or columns is made.  Rows draw with the same keys and the same
+``sample_one_row_cpu`` as ``sample_gather``, so the blocks equal the
+composition's, entry for entry.
+
+Groups are shared out among the workers (a group is relabelled in order by
+one worker, as ``compact_groups`` does); scratch is per worker and sized by
+its groups' work: a tag array over the columns when that work is within
+``DENSE_FACTOR`` of the column count, else a hash table.
+"""
+
+import numba
+import numpy as np
+from numba import prange
+
+from kernels.common import clear_table, probe, row_key, sort_range, table_bits
+from kernels.cpu.group_scratch import dense_map, group_bounds
+from kernels.its import uniform_picks
+from kernels.parallel import over_rows, parallel_kernel
+
+#: Tags are 32 bits (half the lines an int64 tag array spans): a column's tag
+#: is ``tag_base + local id + 1``; the array is refilled when the count of a
+#: worker's columns would pass this.
+TAG_LIMIT = 2 ** 32 - 1
+#: Rows a worker takes through each pass at a time: their picks and
+#: columns (16 bytes a pick) stay in cache between the passes.
+CHUNK = 256
+
+
+def fusable(ks, replace=False, weighted=False):
+    """Whether hops drawing ``ks`` picks per row run fused on the CPU.
+
+    Uniform draws without replacement, each k at least 1 or -1 (every
+    entry).  Weighted draws keep the composition, whose batched searches
+    overlap their cache misses (``kernels.cpu.sample``); draws with
+    replacement keep it too (their picks fold into counts).
+
+    Examples
+    --------
+    >>> fusable([15, 10, 5]), fusable([-1, 2]), fusable([5], replace=True)
+    (True, True, False)
+    """
+    return not replace and not weighted and all(k >= 1 or k == -1 for k in ks)
+
+
+@numba.njit(cache=True, inline="always")
+def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s, pos,
+                   cols, ordered):
+    """The picks of rows ``c0:c1`` as columns, into ``cols`` (from ``optr[c0]``):
+    ascending for a row that gives all its entries or when ``ordered``, else
+    in draw order.  Row ``i`` of group ``g`` draws with the id ``gids[g] * n
+    + nodes[i]``.
+
+    In passes, each with nothing between its loads: the rows' extents,
+    the draws, then the picks' columns, so a pass's cache misses (rows and
+    picks scattered over a large graph) are in flight together instead of
+    one after another.  ``lo_s``: the rows' first entries."""
+    e0 = optr[c0]
+    n = a_ptr.size - 1
+    for i in range(c0, c1):
+        lo_s[i - c0] = a_ptr[nodes[i]]
+    g = np.searchsorted(gptr, c0, side="right") - 1
+    for i in range(c0, c1):
+        while gptr[g + 1] <= i:
+            g += 1
+        o = optr[i] - e0
+        c = optr[i + 1] - optr[i]
+        lo = lo_s[i - c0]
+        hi = a_ptr[nodes[i] + 1]
+        if c >= hi - lo:
+            for t in range(c):
+                pos[o + t] = lo + t
+        elif c > 0:
+            uniform_picks(pos, o, c, lo, hi, row_key(seed, stream, gids[g] * n + nodes[i]))
+            if ordered:
+                sort_range(pos, o, o + c)
+    for t in range(optr[c1] - e0):
+        cols[t] = a_idx[pos[t]]
+
+
+@numba.njit(cache=True, inline="always")
+def _find(col, dense, tags, tag_base, table, bits):
+    """``(seen, id)`` of ``col`` in the group's map; for an unseen column the
+    hash table's free slot in place of the id (``_add`` puts it there)."""
+    if dense:
+        tg = np.int64(tags[col]) - np.int64(tag_base)
+        return tg > 0, tg - 1
+    s = probe(table, col, bits)
+    if table[2 * s] == col:
+        return True, table[2 * s + 1]
+    return False, s
+
+
+@numba.njit(cache=True, inline="always")
+def _add(col, m, slot, dense, tags, tag_base, table):
+    """Give ``col`` the id ``m`` (``slot``: its free slot in the hash table)."""
+    if dense:
+        tags[col] = np.uint32(tag_base + np.uint64(m) + np.uint64(1))
+    else:
+        table[2 * slot] = col
+        table[2 * slot + 1] = m
+
+
+@numba.njit(cache=True, inline="always")
+def _row_split(out, o, c, cols, t0, new, m, tmp, off, dense, tags, tag_base, table, bits,
+               ordered):
+    """Row ``out[o:o+c]`` from its columns ``cols[t0:t0+c]`` (ascending if
+    ``ordered``, else in draw order); returns the group's column count.
+
+    A row's new columns are numbered in column order after every column the
+    group has seen, so its ids are its seen columns' ids, sorted, then the
+    new ones, ascending: two short sorts that together sort the row once,
+    where sorting the picks by column and then their ids sorts it twice.
+    Seen ids go to the front, new columns aside (a row's columns are
+    distinct), stored on both sides and counted by selects, not a branch on
+    a coin toss."""
+    ns = np.int64(0)
+    nn = np.int64(0)
+    for t in range(t0, t0 + c):
+        seen, idv = _find(cols[t], dense, tags, tag_base, table, bits)
+        out[o + ns] = idv
+        new[nn] = cols[t]
+        ns += np.int64(seen)
+        nn += np.int64(not seen)
+    if not ordered:
+        sort_range(new, 0, nn)
+    sort_range(out, o, o + ns)
+    for j in range(nn):
+        # A column's free slot is found again: an earlier one of the row may
+        # have taken the one found above.
+        _, slot = _find(new[j], dense, tags, tag_base, table, bits)
+        _add(new[j], m, slot, dense, tags, tag_base, table)
+        tmp[off + m] = new[j]
+        out[o + ns + j] = m
+        m += 1
+    return m
+
+
+@numba.njit(cache=True, inline="always")
+def _row_in_order(out, o, c, cols, t0, m, tmp, off, dense, tags, tag_base, table, bits):
+    """Row ``out[o:o+c]`` from its ascending columns ``cols[t0:t0+c]``, ids left
+    in column order (the caller sorts them); returns the group's column count."""
+    for t in range(c):
+        col = cols[t0 + t]
+        seen, idv = _find(col, dense, tags, tag_base, table, bits)
+        if not seen:
+            _add(col, m, idv, dense, tags, tag_base, table)
+            tmp[off + m] = col
+            idv = m
+            m += 1
+        out[o + t] = idv
+    return m
+
+
+@numba.njit(cache=True, inline="always")
+def _scratch(g0, g1, gptr, optr, n):
+    """A worker's column map (``dense``, tags, hash table) for its largest
+    group's work, and the widest row and widest chunk of its groups."""
+    most = np.int64(0)
+    widest = np.int64(1)
+    span = np.int64(1)
+    for g in range(g0, g1):
+        most = max(most, (gptr[g + 1] - gptr[g]) + (optr[gptr[g + 1]] - optr[gptr[g]]))
+        for i in range(gptr[g], gptr[g + 1]):
+            widest = max(widest, optr[i + 1] - optr[i])
+        for c0 in range(gptr[g], gptr[g + 1], CHUNK):
+            span = max(span, optr[min(c0 + CHUNK, gptr[g + 1])] - optr[c0])
+    dense = dense_map(most, n)
+    tags = np.zeros(n if dense else 0, np.uint32)
+    table = np.empty(0 if dense else np.int64(2) << table_bits(most), np.int64)
+    return dense, tags, table, widest, span
+
+
+@numba.njit(cache=True, inline="always")
+def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp, cnt, out,
+            drawn):
+    """Groups ``g0:g1`` (one worker's): every row's picks, relabelled, into
+    ``out``; each group's columns in order into ``tmp`` (at the group's
+    offset ``gptr[g] + optr[gptr[g]]``), their count into ``cnt[g + 1]``.
+
+    Rows are drawn here, a chunk at a time, and leave sorted; or, when the
+    caller drew them (``drawn``: every row's columns, ascending), their ids
+    are left in column order for the caller to sort.
+    """
+    dense, tags, table, widest, span = _scratch(g0, g1, gptr, optr, n)
+    pre = drawn.size > 0
+    lo_s = np.empty(CHUNK, np.int64)
+    pos = np.empty(0 if pre else span, np.int64)
+    cols = drawn if pre else np.empty(span, np.int64)
+    new = np.empty(widest, np.int64)
+    tag_base = np.uint64(0)
+    for g in range(g0, g1):
+        w = (gptr[g + 1] - gptr[g]) + (optr[gptr[g + 1]] - optr[gptr[g]])
+        bits = table_bits(w)
+        if not dense:
+            clear_table(table, bits)
+        elif tag_base + np.uint64(w) >= np.uint64(TAG_LIMIT):
+            tags[:] = 0
+            tag_base = np.uint64(0)
+        off = gptr[g] + optr[gptr[g]]
+        # The frontier leads, in its order (its vertices are distinct).
+        m = np.int64(0)
+        for i in range(gptr[g], gptr[g + 1]):
+            _, slot = _find(nodes[i], dense, tags, tag_base, table, bits)
+            _add(nodes[i], m, slot, dense, tags, tag_base, table)
+            tmp[off + m] = nodes[i]
+            m += 1
+        for c0 in range(gptr[g], gptr[g + 1], CHUNK):
+            c1 = min(c0 + CHUNK, gptr[g + 1])
+            if pre:
+                for i in range(c0, c1):
+                    m = _row_in_order(out, optr[i], optr[i + 1] - optr[i], cols, optr[i], m,
+                                      tmp, off, dense, tags, tag_base, table, bits)
+                continue
+            _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s,
+                           pos, cols, False)
+            for i in range(c0, c1):
+                d = a_ptr[nodes[i] + 1] - a_ptr[nodes[i]]
+                c = optr[i + 1] - optr[i]
+                m = _row_split(out, optr[i], c, cols, optr[i] - optr[c0], new, m, tmp, off,
+                               dense, tags, tag_base, table, bits, c >= d)
+        cnt[g + 1] = m
+        tag_base += np.uint64(m)
+
+
+def _hop_work(a_ptr, a_idx, nodes, gptr, *rest):
+    return over_rows(int(gptr.size) - 1, int(nodes.size) * 8)
+
+
+@parallel_kernel(_hop_work)
+def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
+    """One fused hop of every group; returns ``(bptr, bidx, src, cnt, optr)``."""
+    n = a_ptr.size - 1
+    R = nodes.size
+    G = gptr.size - 1
+    optr = np.zeros(R + 1, np.int64)
+    for i in prange(R):
+        d = a_ptr[nodes[i] + 1] - a_ptr[nodes[i]]
+        optr[i + 1] = d if k < 0 or k >= d else k
+    for i in range(R):
+        optr[i + 1] += optr[i]
+    out = np.empty(optr[R], out_type.dtype)
+    tmp = np.empty(R + optr[R], np.int64)
+    cnt = np.zeros(G + 1, np.int64)
+    bounds = group_bounds(G, parts)
+    drawn = np.empty(0, np.int64)
+    if G < parts:
+        # Fewer groups than workers (one minibatch at a time): the draws,
+        # independent per row, on every worker first, each group's
+        # relabelling in order, then the rows' sorts on every worker again.
+        drawn = np.empty(optr[R], np.int64)
+        pos = np.empty(optr[R], np.int64)
+        for ch in prange((R + CHUNK - 1) // CHUNK):
+            c0 = ch * CHUNK
+            c1 = min(R, c0 + CHUNK)
+            _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream,
+                           np.empty(CHUNK, np.int64), pos[optr[c0]:], drawn[optr[c0]:], True)
+    if bounds.size == 2:
+        _worker(bounds[0], bounds[1], a_ptr, a_idx, nodes, gptr, gids, n, optr, seed,
+                stream, tmp, cnt, out, drawn)
+    else:
+        for c in prange(bounds.size - 1):
+            _worker(bounds[c], bounds[c + 1], a_ptr, a_idx, nodes, gptr, gids, n, optr,
+                    seed, stream, tmp, cnt, out, drawn)
+    if drawn.size:
+        for i in prange(R):
+            sort_range(out, optr[i], optr[i + 1])
+    for g in range(G):
+        cnt[g + 1] += cnt[g]
+    src = np.empty(cnt[G], np.int64)
+    bptr = np.empty(R + G, np.int64)
+    for g in prange(G):
+        off = gptr[g] + optr[gptr[g]]
+        for t in range(cnt[g + 1] - cnt[g]):
+            src[cnt[g] + t] = tmp[off + t]
+        e0 = optr[gptr[g]]
+        for i in range(gptr[g], gptr[g + 1] + 1):
+            bptr[i + g] = optr[i] - e0
+    return bptr, out, src, cnt, optr
+
+
+def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
+                nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
+                index_dtype, growth=None):
+    """Fused node-wise hops (uniform, without replacement; see ``fusable``).
+
+    The arguments and the result are ``kernels.cuda.hops.sample_hops``'s
+    (the weights' arrays, ``value_mode`` and ``value_dtype`` are unused:
+    the blocks are structural; ``growth`` is ignored and None returned, as
+    host arrays need no sizing ahead).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ptr, idx = np.array([0, 2, 4, 6]), np.array([1, 2, 0, 2, 0, 1])
+    >>> hops, _ = sample_hops(ptr, idx, None, False, None, None, None, np.array([0, 1]),
+    ...                       np.array([0, 1, 2]), np.array([0, 1]), [1], np.uint64(3),
+    ...                       [np.uint64(0)], False, 0, None, np.dtype(np.int32))
+    >>> bptr, bidx, bval, dst, dst_ptr, src, src_ptr, entry_ptr = hops[0]
+    >>> bptr.tolist(), dst_ptr.tolist(), entry_ptr.tolist(), bval is None
+    ([0, 1, 0, 1], [0, 1, 2], [0, 1, 2], True)
+    """
+    parts = numba.get_num_threads()
+    out_type = np.empty(0, index_dtype)
+    gids = np.asarray(group_ids, np.int64)
+    nodes = np.asarray(nodes, np.int64)
+    ptr = np.asarray(ptr, np.int64)
+    hops = []
+    for k, stream in zip(ks, streams):
+        bptr, bidx, src, cnt, optr = _hop(a_indptr, a_indices, nodes, ptr, gids, np.int64(k),
+                                          np.uint64(seed), np.uint64(stream), parts, out_type)
+        hops.append((bptr, bidx, None, nodes, ptr, src, cnt, optr[ptr]))
+        nodes, ptr = src, cnt
+    return hops, None
