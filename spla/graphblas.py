@@ -182,8 +182,12 @@ def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
 def vxm(u, A, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):
     """Vector times matrix ``w = u ⊕.⊗ A`` over a semiring.
 
-    On the CPU the product is pushed from u's entries (its work is the
-    edges of u's entries, what a BFS frontier needs).
+    On the CPU the product is pushed from u's entries while their rows
+    hold a small share of A's entries (the work is then those edges, what a
+    small BFS frontier needs), and pulled along A's cached transpose
+    otherwise, in parallel, each output checking its mask first and an
+    ``any`` monoid stopping at the first term.  Both fold the terms of an
+    output in increasing row order: the same values either way.
 
     Parameters
     ----------

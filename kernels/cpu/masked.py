@@ -14,8 +14,13 @@ let a result through (a value mask's zeros do not); the caller compacts the
 slots that got a value (``hit``).
 
 ``mxv_pull`` computes ``w<allow> = A u`` one output row at a time from a
-dense copy of u (``u_val``/``u_has``); ``vxm_push`` computes ``w<allow> = u A``
-from u's entries, scattering into a dense output: the push step of a BFS,
+dense copy of u (``u_val``/``u_has``, an empty ``u_has`` for a u with every
+entry): rows in parallel, each folded by one thread in its own order, so
+the values do not depend on the thread count.  Given Aᵀ it is also the pull
+step of ``vxm`` (``flip``), which a BFS takes once the frontier's edges are
+many: an output row checks its mask flag first and an ``any`` monoid stops
+at the first hit.  ``vxm_push`` computes ``w<allow> = u A`` from u's
+entries, scattering into a dense output: the step for a small frontier,
 whose work is the frontier's edges.  ``allow`` is a dense boolean per output
 position (an empty array lets everything through); a complemented mask is
 its negation, so a BFS never visits the rows it has already reached.

@@ -258,3 +258,85 @@ def test_masked_dot_with_hub_rows(seed):
     finally:
         product._dot_is_cheaper = orig
 
+
+
+PULL_REFS = {
+    "plus_times": (lambda x, y: x + y, lambda x, y, k: x * y),
+    "min_plus": (min, lambda x, y, k: x + y),
+    "min_first": (min, lambda x, y, k: x),
+    "any_secondi": (lambda x, y: x, lambda x, y, k: k),  # any: the first term (smallest k)
+    "plus_pair": (lambda x, y: x + y, lambda x, y, k: 1),
+}
+
+
+def ref_vxm(u, D, add, mul, allowed):
+    """Plain-Python ``u ⊕.⊗ A`` folded in increasing k, over the allowed outputs."""
+    ud = dict(zip(u.indices.tolist(), u.values.tolist()))
+    out = {}
+    for j in range(D.shape[1]):
+        if not allowed[j]:
+            continue
+        for k in sorted(ud):
+            if D[k, j] != 0:
+                t = mul(ud[k], float(D[k, j]), k)
+                out[j] = add(out[j], t) if j in out else t
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**31 - 1), st.sampled_from(sorted(PULL_REFS)),
+       st.sampled_from(["none", "S", "~S", "V", "~V", "all-masked"]),
+       st.sampled_from(["sparse", "dense", "empty"]))
+def test_vxm_push_and_pull_match_plain_python(seed, name, mask_kind, u_kind):
+    """Both directions of the CPU ``vxm`` (and ``mxv`` on Aᵀ) give the plain-Python
+    fold, to the last bit: the pull folds Aᵀ's rows in the push's order."""
+    import spla.graphblas as G
+    rs = np.random.RandomState(seed)
+    m, n = 7, 6
+    D = dense_mat(rs, m, n, p=0.6) * rs.rand(m, n)  # non-integer values: order shows
+    A = Matrix.from_dense(D)
+    ids = {"sparse": np.flatnonzero(rs.rand(m) < 0.5), "dense": np.arange(m),
+           "empty": np.zeros(0, np.int64)}[u_kind]
+    u = Vector.from_coo(ids, rs.rand(ids.size) + 0.25, size=m)
+    mv = rs.randint(0, 2, n).astype(np.float64) * (rs.rand(n) < 0.6)
+    M = Vector.from_coo(np.flatnonzero(rs.rand(n) < 0.7), size=n) if mask_kind[-1] == "S" \
+        else Vector.from_coo(np.arange(n), mv, size=n)
+    mask = {"none": None, "S": M.S, "~S": ~M.S, "V": M.V, "~V": ~M.V,
+            "all-masked": ~Vector.from_coo(np.arange(n), size=n).S}[mask_kind]
+    allowed = np.ones(n, bool) if mask is None else mask.allows(np.arange(n))
+    want = ref_vxm(u, D, *PULL_REFS[name], allowed)
+    sr = getattr(semiring, name)
+    got = []
+    for share in (0, 10**9):  # 0: always push; huge: always pull
+        old, G.PUSH_SHARE = G.PUSH_SHARE, share
+        try:
+            z = spla.vxm(u, A, sr, mask=mask)
+        finally:
+            G.PUSH_SHARE = old
+        got.append({int(j): (1 if z.values is None else z.values[t].item())
+                    for t, j in enumerate(z.indices)})
+    for g in got:
+        assert g == want
+    # mxv on Aᵀ: the same terms, operands in A ⊗ u order (min_first then takes A's value)
+    add, mul = PULL_REFS[name]
+    if name == "min_first":
+        def mul(x, y, k):
+            return y
+    w = spla.mxv(Matrix.from_dense(D.T), u, sr, mask=mask)
+    assert {int(j): (1 if w.values is None else w.values[t].item())
+            for t, j in enumerate(w.indices)} == ref_vxm(u, D, add, mul, allowed)
+
+
+@SET
+@given(st.lists(st.integers(0, 300), unique=True), st.lists(st.integers(-5, 310)),
+       st.sampled_from([1, 10**7]))
+def test_locate_matches_plain_python(keys, queries, stretch):
+    """``locate``'s dense table (narrow key range) and binary search (wide range)
+    both give the position of each query key, or -1."""
+    from spla.mask import locate, member
+    sk = np.array(sorted(keys), np.int64) * stretch
+    q = np.array(queries, np.int64) * stretch
+    pos = {k: t for t, k in enumerate(sk.tolist())}
+    want = [pos.get(k, -1) for k in q.tolist()]
+    assert locate(sk, q).tolist() == want
+    assert member(sk, q).tolist() == [w >= 0 for w in want]
