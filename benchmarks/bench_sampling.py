@@ -75,6 +75,16 @@ def parse_args(argv=None):
                         "sampling_cpu_quick.md with --quick)")
     p.add_argument("--quick", action="store_true", help="smoke run: scale 14, 3 repeats")
     p.add_argument("--no-cora", action="store_true", help="skip the Cora workloads")
+    p.add_argument("--graphs", default="rmat,cora",
+                   help="graphs, comma separated, among rmat (random ids), rmat-bfs (the same "
+                        "R-MAT renumbered in BFS order: ids with locality), pubmed (the real "
+                        "PubMed graph, --pubmed) and cora (default rmat,cora)")
+    p.add_argument("--pubmed", default=os.path.join(ROOT, "..", "shared", "data", "pubmed.npz"),
+                   help="PubMed's CSR archive (../shared/data/pubmed.npz)")
+    p.add_argument("--samplers", default=None,
+                   help="our samplers to time, comma separated (default all: " + ", ".join(
+                       ["GraphSAGE fused", "GraphSAGE materialised", "GraphSAGE weighted",
+                        "LADIES", "FastGCN"]) + ")")
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
     p.add_argument("--no-alloc", action="store_true",
                    help="skip the allocator ablation (kernels.allocator against glibc's policy)")
@@ -89,6 +99,12 @@ def parse_args(argv=None):
         p.error("--repeats must be >= 3 (the median of at least 3)")
     if args.scipy_batches is None:
         args.scipy_batches = 2 if args.scale >= 18 else PEER_BULK
+    args.graph_list = [g.strip() for g in args.graphs.split(",") if g.strip()]
+    if args.no_cora and "cora" in args.graph_list:
+        args.graph_list.remove("cora")
+    bad = [g for g in args.graph_list if g not in ("rmat", "rmat-bfs", "pubmed", "cora")]
+    if bad or not args.graph_list:
+        p.error(f"--graphs: unknown {bad} (rmat, rmat-bfs, pubmed, cora)")
     args.bulk_list = [int(x) for x in args.bulks.split(",") if x.strip()]
     if not args.bulk_list or min(args.bulk_list) < 1:
         p.error("--bulks must list positive integers")
@@ -121,6 +137,7 @@ from sampling import FastGCN, GraphSAGE, LADIES  # noqa: E402
 import peers  # noqa: E402
 
 TORCH, TORCH_SPARSE, TORCH_MISSING = peers.torch_sparse_or_none()
+PYG_LIB, PYG_LIB_MISSING = peers.pyg_lib_or_none()
 if TORCH is not None:
     TORCH.set_num_threads(ARGS.threads)
 
@@ -144,6 +161,31 @@ def rmat_graph(scale):
         return (spla.Matrix.from_csr(indptr, indices, None, (n, n)),
                 f"peers.numpy_rmat({scale}, 16, seed={GRAPH_SEED}) (fallback: spla.generators.rmat missing)")
     return rmat(scale, 16, seed=GRAPH_SEED), f"spla.generators.rmat({scale}, 16, seed={GRAPH_SEED})"
+
+
+def bfs_renumbered(A):
+    """A with its vertices renumbered in BFS order from its highest-degree
+    vertex (the unreached ones after, in id order): neighbours get nearby
+    ids, as in a crawl-ordered web or social graph, with R-MAT's degrees."""
+    from scipy.sparse.csgraph import breadth_first_order
+    S = sp.csr_matrix((np.ones(A.nnz, np.float32), np.asarray(A.indices), np.asarray(A.indptr)),
+                      shape=A.shape)
+    start = int(np.argmax(np.asarray(A.row_degrees())))
+    order = breadth_first_order(S, start, directed=False, return_predecessors=False)
+    seen = np.zeros(A.nrows, bool)
+    seen[order] = True
+    order = np.concatenate([order, np.flatnonzero(~seen)])
+    S = S[order][:, order].tocsr()
+    S.sort_indices()
+    return spla.Matrix.from_csr(S.indptr.astype(np.int64), S.indices.astype(np.int64), None,
+                                A.shape)
+
+
+def pubmed_graph(path):
+    """PubMed's real citation graph (symmetric CSR, ids as published)."""
+    z = np.load(path, allow_pickle=False)
+    n = z["indptr"].size - 1
+    return spla.Matrix.from_csr(z["indptr"], z["indices"], None, (n, n))
 
 
 def weights_for(A):
@@ -175,6 +217,11 @@ def make_sampler(name, A, W=None):
 
 
 OURS = ["GraphSAGE fused", "GraphSAGE materialised", "GraphSAGE weighted", "LADIES", "FastGCN"]
+if ARGS.samplers:
+    _asked = [x.strip() for x in ARGS.samplers.split(",") if x.strip()]
+    if not _asked or any(x not in OURS for x in _asked):
+        sys.exit(f"--samplers: expected names among {OURS}, got {_asked}")
+    OURS = _asked
 PEERS = ["torch-sparse neighbor_sample", "torch-sparse sample_adj", "scipy GraphSAGE"]
 
 
@@ -269,6 +316,8 @@ class PhaseTimer:
         self._undo = []
 
     def wrap(self, obj, name, label):
+        if not hasattr(obj, name):  # not on this code path (the phase stays out of the table)
+            return
         orig = getattr(obj, name)
         # Restore the raw attribute (a classmethod stays a classmethod).
         raw = obj.__dict__[name] if isinstance(obj, type) and name in obj.__dict__ else orig
@@ -323,6 +372,12 @@ def profile_phases(kind, A, n, k, repeats):
             pt.wrap(mod, "normalize_rows", "normalize_rows")
             pt.wrap(mod, "reduce_rowwise", "reduce_rowwise")
             pt.wrap(spla.Matrix, "from_coo", "Matrix.from_coo")
+        import kernels.cpu.hops
+        import spla.hops as spla_hops
+        pt.wrap(sampling.samplers.graphsage, "sample_hops", "sample_hops (every hop)")
+        pt.wrap(kernels.cpu.hops, "_hop", "  fused hop kernel (uniform draws)")
+        pt.wrap(spla_hops, "sample_rows", "  sample_rows (composed hops)")
+        pt.wrap(spla_hops, "compact_columns_blockwise", "  compact_columns_blockwise (composed hops)")
         pt.wrap(mod, "sample_rows", "sample_rows")
         pt.wrap(kernels.cpu.sample, "sample_gather", "  sample_gather kernel (fused)")
         pt.wrap(kernels.cpu.sample, "sample_csr", "  sample_csr kernel (materialised)")
@@ -642,6 +697,21 @@ def bench_graph(label, A, args, log, with_rss):
     else:
         peer_note = TORCH_MISSING
         log(f"  skipping torch-sparse peers: {TORCH_MISSING}")
+    if PYG_LIB is not None:
+        g = peers.TorchGraph(A.indptr, A.indices, n)
+        r = time_peer_1proc(peers.PEER_FUNCS["pyglib"], g, n, k, args.repeats)
+        rows.append(("pyg-lib neighbor_sample", "1 process", r))
+        log(f"  {label} pyg-lib 1 proc: {r['s_mb'] * 1e3:.2f} ms/mb")
+        pool = peers.WorkerPool(g, args.workers, torch_seed=SAMPLE_SEED)
+        try:
+            r = time_peer_workers(pool, "pyglib", n, k, args.repeats)
+            rows.append(("pyg-lib neighbor_sample", f"{args.workers} workers x 1 thread", r))
+            log(f"  {label} pyg-lib {args.workers} workers: {r['s_mb'] * 1e3:.2f} ms/mb")
+        finally:
+            pool.close()
+        del g
+    else:
+        log(f"  skipping pyg-lib: {PYG_LIB_MISSING}")
     sk = min(args.scipy_batches, PEER_BULK)
     r = time_peer_1proc(ScipyPeer(A), None, n, sk, args.repeats)
     rows.append(("scipy GraphSAGE", "1 process", r))
@@ -659,6 +729,40 @@ def bench_graph(label, A, args, log, with_rss):
 
 def fmt_seps(x):
     return f"{x / 1e6:.2f} M"
+
+
+def _best_pyglib(res):
+    """pyg-lib's fastest seconds per minibatch on a graph (None: not measured)."""
+    ts = [r["s_mb"] for m, p, r in res["rows"] if m.startswith("pyg-lib")]
+    return min(ts) if ts else None
+
+
+def pyglib_summary(graphs):
+    """The headline table: GraphSAGE per minibatch against pyg-lib's fastest way."""
+    L = ["## GraphSAGE against pyg-lib, time per minibatch\n",
+         "pyg-lib's `neighbor_sample` is what PyG's `NeighborLoader` runs by default; it is "
+         "timed here in 1 process and in forked worker processes (NeighborLoader's "
+         "`num_workers`), and its fastest way is the reference. Both sample the same "
+         f"seeds with fanouts {list(FANOUTS)}; pyg-lib expands each vertex once into one "
+         "merged subgraph, our blocks re-sample every destination of every layer (see the "
+         "edges/mb column), so the comparison is time per minibatch, not SEPS.\n",
+         "| graph | ours: GraphSAGE fused, fastest k | ours ms/mb | pyg-lib fastest way | "
+         "pyg-lib ms/mb | pyg-lib time / ours |", "|---|---:|---:|---|---:|---:|"]
+    any_row = False
+    for label, g in graphs.items():
+        rows = g["res"]["rows"]
+        ours = [(r["s_mb"], r["k"]) for m, p, r in rows
+                if m == "GraphSAGE fused" and "1 thread" not in p]
+        pyg = [(r["s_mb"], p) for m, p, r in rows if m.startswith("pyg-lib")]
+        if not ours or not pyg:
+            continue
+        (o, k), (t, how) = min(ours), min(pyg)
+        L.append(f"| {label} | {k} | {o * 1e3:.2f} | {how} | {t * 1e3:.2f} | **{t / o:.2f}x** |")
+        any_row = True
+    if not any_row:
+        L.append(f"| (not measured: {PYG_LIB_MISSING or 'no GraphSAGE row'}) | | | | | |")
+    L.append("")
+    return L
 
 
 def render(args, info, vers, graphs, limit, phases, wall, load0, load1, command, alloc=None):
@@ -702,22 +806,22 @@ def render(args, info, vers, graphs, limit, phases, wall, load0, load1, command,
              f"**{limit / 1e6:.0f} M words/s**. Sampling an edge costs at least one such random "
              "read (the picked column index), plus one per sampled row (its indptr).")
     L.append("")
-    L.append("pyg-lib (NeighborLoader's default, not installable here) is not measured; "
-             "`../shared/wheels/README.md` reports ~3.5 M SEPS (1 process) and 5–7 M (2 worker "
-             "processes) for it on the scale-20 workload on these 2-core machines.")
-    L.append("")
+    L.extend(pyglib_summary(graphs))
     for label, g in graphs.items():
         res = g["res"]
         L.append(f"## {label}\n")
         L.append(g["desc"] + "\n")
         ts = [r["seps"] for m, p, r in res["rows"] if m.startswith("torch-sparse")]
         best = max(ts) if ts else None
-        L.append("| method | processes | k | edges/mb | s/bulk | s/minibatch | SEPS | vs best torch-sparse |")
-        L.append("|---|---|---:|---:|---:|---:|---:|---:|")
+        pyg = _best_pyglib(res)
+        L.append("| method | processes | k | edges/mb | s/bulk | s/minibatch | SEPS | "
+                 "vs best torch-sparse (SEPS) | best pyg-lib time / this time (per minibatch) |")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for m, p, r in res["rows"]:
             ratio = f"{r['seps'] / best:.2f}x" if best else "n/a"
+            vs_pyg = f"{pyg / r['s_mb']:.2f}x" if pyg else "n/a"
             L.append(f"| {m} | {p} | {r['k']} | {r['edges_mb']:,.0f} | {r['s_bulk']:.4f} | "
-                     f"{r['s_mb'] * 1e3:.2f} ms | {fmt_seps(r['seps'])} | {ratio} |")
+                     f"{r['s_mb'] * 1e3:.2f} ms | {fmt_seps(r['seps'])} | {ratio} | {vs_pyg} |")
         L.append("")
         L.append(f"Fused and materialised GraphSAGE return identical minibatches: "
                  f"**{res['same']}** (checked on 2 minibatches).")
@@ -777,6 +881,18 @@ def render(args, info, vers, graphs, limit, phases, wall, load0, load1, command,
     return "\n".join(L) + "\n"
 
 
+def bench_cora(args, log, graphs):
+    from sampling.datasets import load
+    C = load("cora").A
+    deg = np.asarray(C.row_degrees(), np.float64)
+    desc = (f"`sampling.datasets.load('cora').A`: {C.nrows:,} vertices, {C.nnz:,} stored "
+            f"entries, mean degree {deg.mean():.1f}. Minibatches of {BATCH_SIZE} random "
+            "vertices (of all 2,708; the 140-vertex training split is too small for the "
+            "batch size).")
+    res = bench_graph("cora", C, args, log, False)
+    graphs["Cora"] = {"res": res, "desc": desc, "setup": []}
+
+
 def main(args):
     t_start = time.perf_counter()
     load0 = os.getloadavg()
@@ -791,37 +907,46 @@ def main(args):
     command = "python benchmarks/bench_sampling.py " + " ".join(sys.argv[1:])
     log(f"machine: {info}")
     graphs = {}
-    t0 = time.perf_counter()
-    A, how = rmat_graph(args.scale)
-    t_build = time.perf_counter() - t0
-    deg = np.asarray(A.row_degrees(), np.float64)
-    desc = (f"`{how}`: {A.nrows:,} vertices, {A.nnz:,} stored entries (symmetric, structural), "
-            f"mean degree {deg.mean():.1f}, E[d²]/E[d] = {(deg ** 2).mean() / max(deg.mean(), 1e-9):,.0f}, "
-            f"{(deg == 0).mean() * 100:.0f} % isolated vertices.")
-    log(desc)
-    res = bench_graph("rmat", A, args, log, not args.no_rss)
-    graphs[f"R-MAT scale {args.scale}"] = {"res": res, "desc": desc,
-                                           "setup": [("graph build", t_build)]}
     phases = []
-    for kind in ("GraphSAGE fused", "LADIES"):
-        k = 16
-        total_ph = profile_phases(kind, A, A.nrows, k, args.repeats)
-        prof = cprofile_top(kind, A, A.nrows, k)
-        phases.append((f"{kind}, one bulk of {k}, R-MAT scale {args.scale}", total_ph, prof))
-        log(f"  phases {kind}: total {total_ph[0]:.3f} s")
-    alloc = {} if args.no_alloc else measure_alloc(A, 3, log)
-    del A
-    gc.collect()
-    if not args.no_cora:
-        from sampling.datasets import load
-        C = load("cora").A
-        deg = np.asarray(C.row_degrees(), np.float64)
-        desc = (f"`sampling.datasets.load('cora').A`: {C.nrows:,} vertices, {C.nnz:,} stored "
-                f"entries, mean degree {deg.mean():.1f}. Minibatches of {BATCH_SIZE} random "
-                "vertices (of all 2,708; the 140-vertex training split is too small for the "
-                "batch size).")
-        res = bench_graph("cora", C, args, log, False)
-        graphs["Cora"] = {"res": res, "desc": desc, "setup": []}
+    alloc = {}
+    for which in args.graph_list:
+        if which == "cora":
+            bench_cora(args, log, graphs)
+            continue
+        t0 = time.perf_counter()
+        if which == "pubmed":
+            if not os.path.exists(args.pubmed):
+                log(f"skipping pubmed: {args.pubmed} not found (--pubmed)")
+                continue
+            A, how = pubmed_graph(args.pubmed), f"PubMed ({os.path.basename(args.pubmed)})"
+            title = "PubMed (real graph, published vertex order)"
+        else:
+            A, how = rmat_graph(args.scale)
+            title = f"R-MAT scale {args.scale}"
+            if which == "rmat-bfs":
+                A = bfs_renumbered(A)
+                how += ", renumbered in BFS order from its highest-degree vertex"
+                title += ", BFS order"
+        t_build = time.perf_counter() - t0
+        deg = np.asarray(A.row_degrees(), np.float64)
+        desc = (f"`{how}`: {A.nrows:,} vertices, {A.nnz:,} stored entries (symmetric, "
+                f"structural), mean degree {deg.mean():.1f}, E[d²]/E[d] = "
+                f"{(deg ** 2).mean() / max(deg.mean(), 1e-9):,.0f}, "
+                f"{(deg == 0).mean() * 100:.0f} % isolated vertices.")
+        log(desc)
+        res = bench_graph(which, A, args, log, not args.no_rss and which == "rmat")
+        graphs[title] = {"res": res, "desc": desc, "setup": [("graph build", t_build)]}
+        if which == "rmat":
+            for kind in [k for k in ("GraphSAGE fused", "LADIES") if k in OURS]:
+                k = 16
+                total_ph = profile_phases(kind, A, A.nrows, k, args.repeats)
+                prof = cprofile_top(kind, A, A.nrows, k)
+                phases.append((f"{kind}, one bulk of {k}, R-MAT scale {args.scale}", total_ph,
+                               prof))
+                log(f"  phases {kind}: total {total_ph[0]:.3f} s")
+            alloc = {} if args.no_alloc else measure_alloc(A, 3, log)
+        del A
+        gc.collect()
     log("random-read limit ...")
     limit = random_read_limit(args.repeats)
     log(f"  {limit / 1e6:.0f} M words/s")

@@ -17,6 +17,11 @@
   sampling its share of the minibatches and sending the results back through
   torch's shared-memory pickling, as ``NeighborLoader(num_workers=2)`` does.
 
+* pyg-lib's ``neighbor_sample`` (``pyglib_neighbor_sample``): what
+  ``NeighborLoader`` runs by default; the same expansion as torch-sparse's
+  (each vertex once, one merged subgraph).  Optional like torch-sparse
+  (``pyg_lib_or_none``), in 1 process or in the same forked workers.
+
 * ``scipy_graphsage``: a straightforward one-minibatch-at-a-time GraphSAGE in
   scipy/numpy, the method's literal reading: per hop, form ``P = A[frontier]``
   (the product ``Q @ A``), draw ``min(f, deg)`` distinct entries per row by
@@ -87,6 +92,24 @@ def torch_sparse_or_none():
     return torch, torch_sparse, None
 
 
+def pyg_lib_or_none():
+    """``(pyg_lib, None)`` or ``(None, reason)``.
+
+    pyg-lib is not on PyPI: build it from its public sources as
+    ``../shared/peers/README.md`` describes and put the directory holding
+    its ``pyg_lib`` package on ``PYTHONPATH`` (it needs the same torch as
+    this venv).
+    """
+    try:
+        import torch
+        import pyg_lib
+        torch.ops.pyg.neighbor_sample
+    except Exception as exc:  # ImportError, an ABI mismatch, a missing op
+        return None, (f"pyg-lib not available ({type(exc).__name__}: {exc}); build it as "
+                      "../shared/peers/README.md says and put it on PYTHONPATH")
+    return pyg_lib, None
+
+
 class TorchGraph:
     """The graph in the layouts torch-sparse's samplers read.
 
@@ -101,11 +124,15 @@ class TorchGraph:
 
     def __init__(self, indptr, indices, n):
         import torch
-        from torch_sparse import SparseTensor
         self.n = int(n)
         # Own, writable int64 copies (spla's arrays are read-only views).
         self.colptr = torch.from_numpy(np.array(indptr, dtype=np.int64))
         self.row = torch.from_numpy(np.array(indices, dtype=np.int64))
+        self.adj_t = None
+        try:
+            from torch_sparse import SparseTensor
+        except ImportError:  # pyg-lib alone reads only colptr and row
+            return
         self.adj_t = SparseTensor(rowptr=self.colptr, col=self.row,
                                   value=torch.arange(self.row.numel()),
                                   sparse_sizes=(self.n, self.n), is_sorted=True,
@@ -150,7 +177,22 @@ def sample_adj(g, seeds, fanouts):
     return (batch_size, n_id, adjs[::-1]), n_edges
 
 
-PEER_FUNCS = {"neighbor_sample": neighbor_sample, "sample_adj": sample_adj}
+def pyglib_neighbor_sample(g, seeds, fanouts):
+    """One minibatch through ``torch.ops.pyg.neighbor_sample``, as
+    ``NeighborLoader`` calls it when pyg-lib is installed (its default):
+    CSC input (A's CSR arrays, as for torch-sparse), ``replace=False``,
+    ``directed=True``, not disjoint, edge ids returned.  Returns ``(out,
+    n_edges)`` like ``neighbor_sample``.
+    """
+    import torch
+    seeds_t = torch.from_numpy(np.ascontiguousarray(seeds, dtype=np.int64))
+    out = torch.ops.pyg.neighbor_sample(g.colptr, g.row, seeds_t, list(fanouts), None, None,
+                                        None, None, True, False, True, False, "uniform", True)
+    return out, int(out[0].numel())
+
+
+PEER_FUNCS = {"neighbor_sample": neighbor_sample, "sample_adj": sample_adj,
+              "pyglib": pyglib_neighbor_sample}
 
 # Set in the parent before the pool forks; workers inherit it.
 _WORKER_GRAPH = {}
