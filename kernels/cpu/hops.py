@@ -234,8 +234,13 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
         tag_base += np.uint64(m)
 
 
-def _hop_work(a_ptr, a_idx, nodes, gptr, *rest):
-    return over_rows(int(gptr.size) - 1, int(nodes.size) * 8)
+def _hop_work(a_ptr, a_idx, nodes, gptr, gids, k, *rest):
+    # Picks: rows times k, or times the mean degree for every entry (an
+    # estimate, as ``sample_gather``'s).  Shared out by rows, not groups:
+    # with fewer groups than threads the draws and sorts are.
+    rows = int(nodes.size)
+    mean_degree = int(a_ptr[-1]) // max(1, int(a_ptr.size) - 1) + 1
+    return over_rows(rows, rows * (min(int(k), mean_degree) if k > 0 else mean_degree))
 
 
 @parallel_kernel(_hop_work)
