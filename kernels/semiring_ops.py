@@ -166,64 +166,71 @@ def _dot_term(mul, a_val, a_hv, p, bt_val, bt_hv, q, onev):
 
 
 @numba.njit(cache=True, inline="always")
+def dot_slot(s, i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_idx,
+             add, mul, onev, out_val, hit):
+    """Mask slot s = (i, j) as the dot product of A's row i and Bᵀ's row j.
+
+    The sorted rows meet in increasing k: by a merge when their lengths
+    are alike, by searching the long row for each entry of the short one
+    when one is 8 times longer (a hub's row then costs the short row's
+    entries times a log, not its own length).
+    """
+    j = m_idx[s]
+    p = a_ptr[i]
+    pe = a_ptr[i + 1]
+    q = bt_ptr[j]
+    qe = bt_ptr[j + 1]
+    acc = onev
+    found = False
+    if 8 * (pe - p) < qe - q:  # short A row: search Bᵀ's row
+        while p < pe and q < qe:
+            q = find_sorted(bt_idx, q, qe, a_idx[p])
+            if q < qe and bt_idx[q] == a_idx[p]:
+                t = _dot_term(mul, a_val, a_hv, p, bt_val, bt_hv, q, onev)
+                acc = add_op(add, acc, t) if found else t
+                found = True
+                if add == ADD_ANY:
+                    break
+                q += 1
+            p += 1
+    elif 8 * (qe - q) < pe - p:  # short Bᵀ row: search A's row
+        while p < pe and q < qe:
+            p = find_sorted(a_idx, p, pe, bt_idx[q])
+            if p < pe and a_idx[p] == bt_idx[q]:
+                t = _dot_term(mul, a_val, a_hv, p, bt_val, bt_hv, q, onev)
+                acc = add_op(add, acc, t) if found else t
+                found = True
+                if add == ADD_ANY:
+                    break
+                p += 1
+            q += 1
+    else:
+        while p < pe and q < qe:
+            ka = a_idx[p]
+            kb = bt_idx[q]
+            if ka == kb:
+                t = _dot_term(mul, a_val, a_hv, p, bt_val, bt_hv, q, onev)
+                acc = add_op(add, acc, t) if found else t
+                found = True
+                if add == ADD_ANY:
+                    break
+                p += 1
+                q += 1
+            elif ka < kb:
+                p += 1
+            else:
+                q += 1
+    if found:
+        out_val[s] = acc
+        hit[s] = True
+
+
+@numba.njit(cache=True, inline="always")
 def dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
             add, mul, onev, out_val, hit):
-    """Mask slots of output row i as dot products of A's row i and Bᵀ's rows.
-
-    Each allowed slot (i, j) meets the sorted rows i of A and j of Bᵀ in
-    increasing k: by a merge when their lengths are alike, by searching the
-    long row for each entry of the short one when one is 8 times longer (a
-    hub's row then costs the short row's entries times a log, not its own
-    length).
-    """
+    """Mask slots of output row i as dot products (``dot_slot``) of A's row i
+    and Bᵀ's rows."""
     for s in range(m_ptr[i], m_ptr[i + 1]):
-        if not m_ok[s]:
-            continue
-        j = m_idx[s]
-        p = a_ptr[i]
-        pe = a_ptr[i + 1]
-        q = bt_ptr[j]
-        qe = bt_ptr[j + 1]
-        acc = onev
-        found = False
-        if 8 * (pe - p) < qe - q:  # short A row: search Bᵀ's row
-            while p < pe and q < qe:
-                q = find_sorted(bt_idx, q, qe, a_idx[p])
-                if q < qe and bt_idx[q] == a_idx[p]:
-                    t = _dot_term(mul, a_val, a_hv, p, bt_val, bt_hv, q, onev)
-                    acc = add_op(add, acc, t) if found else t
-                    found = True
-                    if add == ADD_ANY:
-                        break
-                    q += 1
-                p += 1
-        elif 8 * (qe - q) < pe - p:  # short Bᵀ row: search A's row
-            while p < pe and q < qe:
-                p = find_sorted(a_idx, p, pe, bt_idx[q])
-                if p < pe and a_idx[p] == bt_idx[q]:
-                    t = _dot_term(mul, a_val, a_hv, p, bt_val, bt_hv, q, onev)
-                    acc = add_op(add, acc, t) if found else t
-                    found = True
-                    if add == ADD_ANY:
-                        break
-                    p += 1
-                q += 1
-        else:
-            while p < pe and q < qe:
-                ka = a_idx[p]
-                kb = bt_idx[q]
-                if ka == kb:
-                    t = _dot_term(mul, a_val, a_hv, p, bt_val, bt_hv, q, onev)
-                    acc = add_op(add, acc, t) if found else t
-                    found = True
-                    if add == ADD_ANY:
-                        break
-                    p += 1
-                    q += 1
-                elif ka < kb:
-                    p += 1
-                else:
-                    q += 1
-        if found:
-            out_val[s] = acc
-            hit[s] = True
+        if m_ok[s]:
+            dot_slot(s, i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_idx,
+                     add, mul, onev, out_val, hit)

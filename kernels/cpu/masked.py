@@ -34,7 +34,8 @@ import numpy as np
 from numba import prange
 
 from kernels.parallel import parallel_kernel
-from kernels.semiring_ops import ADD_ANY, add_op, dot_row, masked_row, mul_op, pull_row
+from kernels.semiring_ops import (ADD_ANY, add_op, dot_row, dot_slot, masked_row, mul_op,
+                                  pull_row)
 
 
 def _spgemm_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
@@ -59,17 +60,81 @@ def _dot_work(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m
     return int(m_idx.size) * 8
 
 
+#: Blocks of rows of ``masked_dot``: each owns one position table, so the
+#: tables made (and zeroed) are this many at most, whatever the rows.
+DOT_BLOCKS = 64
+
+
+@numba.njit(cache=True, inline="always")
+def _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx,
+               m_ok, add, mul, onev, out_val, hit, where):
+    """Mask slots of row i with A's row i scattered into ``where`` (k -> position).
+
+    A slot then reads Bᵀ's row j once, one table read per entry, where a
+    merge also walks A's row for every slot: a row with many slots (a hub's)
+    pays for its own length once, not once per slot.  Bᵀ rows over 8 times
+    longer than A's are still searched (``dot_slot``).  Terms meet in
+    increasing k either way, so values equal the merge's.
+    """
+    lo = a_ptr[i]
+    hi = a_ptr[i + 1]
+    for p in range(lo, hi):
+        where[a_idx[p]] = p
+    for s in range(m_ptr[i], m_ptr[i + 1]):
+        if not m_ok[s]:
+            continue
+        j = m_idx[s]
+        if 8 * (hi - lo) < bt_ptr[j + 1] - bt_ptr[j]:
+            dot_slot(s, i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_idx,
+                     add, mul, onev, out_val, hit)
+            continue
+        acc = onev
+        found = False
+        for q in range(bt_ptr[j], bt_ptr[j + 1]):
+            p = where[bt_idx[q]]
+            if p < 0:
+                continue
+            t = mul_op(mul, a_val[p] if a_hv else onev, bt_val[q] if bt_hv else onev, onev)
+            acc = add_op(add, acc, t) if found else t
+            found = True
+            if add == ADD_ANY:
+                break
+        if found:
+            out_val[s] = acc
+            hit[s] = True
+    for p in range(lo, hi):
+        where[a_idx[p]] = -1
+
+
 @parallel_kernel(_dot_work)
 def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
                add, mul, one):
-    """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products."""
+    """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products.
+
+    Rows with two or more mask slots go through a position table of A's
+    row (``_table_row``), one table per block of rows (scratch of the size
+    of the k range, ``DOT_BLOCKS`` at most); others merge or search
+    (``dot_row``).
+    """
     n = a_ptr.size - 1
     out_val = np.empty(m_idx.size, one.dtype)
     hit = np.zeros(m_idx.size, np.bool_)
     onev = one[0]
-    for i in prange(n):
-        dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx,
-                m_ok, add, mul, onev, out_val, hit)
+    nk = 0  # the k range: A's column ids and Bᵀ's column ids
+    if a_idx.size:
+        nk = max(nk, a_idx.max() + 1)
+    if bt_idx.size:
+        nk = max(nk, bt_idx.max() + 1)
+    nblk = min(n, DOT_BLOCKS)
+    for b in prange(nblk):
+        where = np.full(nk, -1, np.int64)
+        for i in range(b * n // nblk, (b + 1) * n // nblk):
+            if m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] > a_ptr[i]:
+                _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr,
+                           m_idx, m_ok, add, mul, onev, out_val, hit, where)
+            else:
+                dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr,
+                        m_idx, m_ok, add, mul, onev, out_val, hit)
     return out_val, hit
 
 

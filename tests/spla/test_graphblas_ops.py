@@ -340,3 +340,28 @@ def test_locate_matches_plain_python(keys, queries, stretch):
     want = [pos.get(k, -1) for k in q.tolist()]
     assert locate(sk, q).tolist() == want
     assert member(sk, q).tolist() == [w >= 0 for w in want]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_masked_dot_position_tables_across_rows(seed):
+    """More rows than ``masked_dot`` has blocks: each block's position table
+    serves many rows in turn and must hold only the current row's entries
+    (scipy's ``A Aᵀ`` restricted to the mask as the reference)."""
+    from kernels.cpu.masked import DOT_BLOCKS
+    from spla import product
+    rs = np.random.RandomState(seed)
+    n = 3 * DOT_BLOCKS + 5
+    D = (rs.rand(n, n) < 0.08) * rs.randint(1, 4, size=(n, n)).astype(np.float64)
+    D[::7, 3] = 2.0  # a few long columns: hub rows of Aᵀ take the search branch
+    Mk = sp.csr_matrix((rs.rand(n, n) < 0.3) * 1.0)
+    A, M = Matrix.from_dense(D), Matrix.from_scipy(Mk)
+    orig = product._dot_is_cheaper
+    product._dot_is_cheaper = lambda xp, A, B, M: True
+    try:
+        got = spla.mxm(A, A.T, semiring.plus_times, mask=M.S)
+    finally:
+        product._dot_is_cheaper = orig
+    full = sp.csr_matrix(D) @ sp.csr_matrix(D).T
+    want = {p: v for p, v in as_dict(Matrix.from_scipy(full.multiply(Mk > 0).tocsr()))
+            .items() if v != 0}
+    assert as_dict(got) == want
