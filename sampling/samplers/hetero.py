@@ -422,6 +422,15 @@ class HeteroGraphSAGE:
             if not mats:
                 nxt[t] = front[t]
                 continue
+            if len(mats) == 1:
+                # One relation leaves t: its rows are already grouped by
+                # minibatch, so there is nothing to interleave or cut back.
+                (rel, S, p), = mats
+                M, src, src_ptr = compact_columns_blockwise(S, p, first=nodes, first_ptr=ptr)
+                src_ptr = np.asarray(backend.to_host(src_ptr), np.int64)
+                nxt[t] = (np.asarray(src, np.int64), src_ptr)
+                blocks[rel] = split_blocks(M, p, src_ptr, check=False)
+                continue
             # Rows minibatch-major, relation-minor, so that one blockwise
             # compaction unions every relation's new columns per minibatch.
             grp = np.concatenate([np.repeat(np.arange(ids.size), np.diff(p)) for _, _, p in mats])
