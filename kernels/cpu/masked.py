@@ -63,6 +63,10 @@ def _dot_work(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m
 #: Blocks of rows of ``masked_dot``: each owns one position table, so the
 #: tables made (and zeroed) are this many at most, whatever the rows.
 DOT_BLOCKS = 64
+#: Rows of A at least this long use the position table: a short row's merge
+#: walks few entries, in order, where table reads land anywhere in the
+#: table (a cache miss each on a large graph).
+TABLE_ROW = 16
 
 
 @numba.njit(cache=True, inline="always")
@@ -79,7 +83,7 @@ def _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_pt
     lo = a_ptr[i]
     hi = a_ptr[i + 1]
     for p in range(lo, hi):
-        where[a_idx[p]] = p
+        where[a_idx[p]] = p - lo
     for s in range(m_ptr[i], m_ptr[i + 1]):
         if not m_ok[s]:
             continue
@@ -91,9 +95,10 @@ def _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_pt
         acc = onev
         found = False
         for q in range(bt_ptr[j], bt_ptr[j + 1]):
-            p = where[bt_idx[q]]
-            if p < 0:
+            off = where[bt_idx[q]]
+            if off < 0:
                 continue
+            p = lo + off
             t = mul_op(mul, a_val[p] if a_hv else onev, bt_val[q] if bt_hv else onev, onev)
             acc = add_op(add, acc, t) if found else t
             found = True
@@ -111,8 +116,8 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
                add, mul, one):
     """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products.
 
-    Rows with two or more mask slots go through a position table of A's
-    row (``_table_row``), one table per block of rows (scratch of the size
+    Rows with two or more mask slots and ``TABLE_ROW`` entries or more go
+    through a position table of A's row (``_table_row``), one table per block of rows (scratch of the size
     of the k range, ``DOT_BLOCKS`` at most); others merge or search
     (``dot_row``).
     """
@@ -127,9 +132,9 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
         nk = max(nk, bt_idx.max() + 1)
     nblk = min(n, DOT_BLOCKS)
     for b in prange(nblk):
-        where = np.full(nk, -1, np.int64)
+        where = np.full(nk, -1, np.int32)  # offsets in A's row: half an int64 table's cache
         for i in range(b * n // nblk, (b + 1) * n // nblk):
-            if m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] > a_ptr[i]:
+            if m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] - a_ptr[i] >= TABLE_ROW:
                 _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr,
                            m_idx, m_ok, add, mul, onev, out_val, hit, where)
             else:
