@@ -30,7 +30,7 @@ import numpy as np
 
 
 def blind_view(G):
-    """``G`` without types: one vertex type ``node``, one relation, the papers' labels and splits."""
+    """``G`` without types: one vertex type ``node``, one relation, the papers' labels."""
     from sampling import HeteroGraph
     A, off = G.to_homogeneous()
     x = np.concatenate([G.x[t] for t in G.node_types])
@@ -73,8 +73,9 @@ def main(argv=None):
         ds = G if m == "rgcn" else blind_view(G)
         t0 = time.perf_counter()
         acc = Trainer(opts, comm, dataset=ds).fit()
+        sec = time.perf_counter() - t0
         rows.append(f"| mag:{a.scale} | {m} | {size} | {a.epochs} | {a.batch_size} | "
-                    f"{a.fanouts} | {a.lr} | {a.seed} | {acc:.4f} | {time.perf_counter() - t0:.0f} s |")
+                    f"{a.fanouts} | {a.lr} | {a.seed} | {acc:.4f} | {sec:.0f} s |")
     if rank == 0:
         cmd = ("mpiexec -n %d " % size if size > 1 else "") + \
             "python benchmarks/bench_hetero_accuracy.py " + " ".join(argv or sys.argv[1:])
