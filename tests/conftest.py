@@ -21,6 +21,42 @@ from hypothesis import HealthCheck, settings
 # tests/ holds helper modules (strategies, reference_samplers) imported by name.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+def _install_shared_array_lock():
+    """Make the CUDA simulator's ``cuda.shared.array`` thread safe.
+
+    The simulator gives a block's threads one array per call site by looking
+    the site up in a dict and creating the array when it is missing, without
+    a lock: two threads that get there together each make one, and a thread
+    then works on an array its block does not see (a kernel's table loses
+    the keys that thread inserts).  The short switch interval below makes
+    that likely.  Here the lookup and creation hold a lock; the site is
+    still the caller's file and line, as the simulator keys it.
+    """
+    import threading
+
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    lock = threading.Lock()
+    original = kernelapi.FakeCUDAShared.array
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:  # dynamic shared memory: no lookup
+            return original(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        caller = sys._getframe(1)
+        site = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            res = self._allocations.get(site)
+            if res is None:
+                res = self._allocations[site] = np.empty(shape, dtype)
+        return res
+
+    kernelapi.FakeCUDAShared.array = array
+
+
 # Under the CUDA simulator every simulated GPU thread is a Python thread, and
 # the simulator waits for a block's threads in a loop that holds the GIL:
 # with the default 5 ms switch interval each barrier of a block costs
@@ -28,6 +64,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # child's kernel tests take a fraction of the time; nothing else runs there).
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     sys.setswitchinterval(1e-5)
+    _install_shared_array_lock()
 
 settings.register_profile(
     "ci", derandomize=True, print_blob=True, deadline=None,
