@@ -386,6 +386,25 @@ def _assign_targets(func, C, rows, cols):
     return C.xp.asarray(r).astype(np.int64), C.xp.asarray(c).astype(np.int64)
 
 
+def _is_scalar(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _assign_scalar_masked(C, value, mask, replace):
+    """``C<mask> = value`` over a whole Vector (a BFS's level update): the
+    scalar at the mask's keys, C's other entries kept (dropped with
+    ``replace``); one membership test and one sort."""
+    xp = C.xp
+    mk = mask.true_keys()
+    kc, vc = entries(C)
+    outside = xp.zeros(kc.size, np.bool_) if replace else ~member(mk, kc)
+    keys = xp.concatenate([mk, kc[outside]])
+    # the values' dtype as in the general path: the scalar's and C's promoted
+    vals = xp.concatenate([xp.full(mk.size, value), ones_if_none(xp, vc, kc.size)[outside]])
+    order = xp.argsort(keys, kind="stable")
+    return rebuild(C, keys[order], vals[order])
+
+
 def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=False):
     """``C(rows, cols)<mask> accum= value`` (GrB_assign): a new object.
 
@@ -416,6 +435,9 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
     if not isinstance(C, (Matrix, Vector)):
         fail(DTypeError, func, "C", "a spla.Matrix or spla.Vector", describe(C))
     mask, _, accum = check_write(func, C.shape, type(C), mask, C, accum, replace)
+    if (isinstance(C, Vector) and rows is None and accum is None and mask is not None
+            and not mask.complement and _is_scalar(value)):
+        return _assign_scalar_masked(C, value, mask, replace)
     r, c = _assign_targets(func, C, rows, cols)
     xp = C.xp
     for ids, arg, given in ((r, "rows", rows), (c, "cols", cols)):
@@ -432,7 +454,7 @@ def assign(C, value, rows=None, cols=None, *, mask=None, accum=None, replace=Fal
         kv, vv = entries(value)
         sr_, sc_ = positions(value, kv)
         keys = r[sr_] if c is None else r[sr_] * np.int64(max(C.ncols, 1)) + c[sc_]
-    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+    elif _is_scalar(value):
         if mask is not None and not mask.complement:
             # A scalar reaches only the positions the mask lets through: the
             # rest of the region ends as C has it (or cleared) either way.

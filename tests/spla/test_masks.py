@@ -248,3 +248,28 @@ def test_vector_write_table(mk, acc, rep):
                          accum=binary.plus if acc else None, replace=bool(rep))
     want = ref_write(as_dict(T), as_dict(C), mk, M, (lambda x, y: x + y) if acc else None, rep)
     assert as_dict(got) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["S", "V"]), st.booleans(),
+       st.sampled_from([7, 2.5]), st.booleans())
+def test_assign_scalar_whole_vector_masked(seed, kind, replace, value, structural):
+    """``assign(C, scalar, mask=M)`` over a whole Vector (its own fast path)
+    against plain Python, and the same dtype as the general path (rows given)."""
+    rs = np.random.RandomState(seed)
+    n = 9
+    ck = np.flatnonzero(rs.rand(n) < 0.5)
+    C = Vector.from_coo(ck, None if structural else rs.rand(ck.size) + 1, size=n)
+    mv = rs.randint(0, 2, n).astype(np.float64)
+    M = Vector.from_coo(np.flatnonzero(rs.rand(n) < 0.6), size=n) if kind == "S" \
+        else Vector.from_coo(np.arange(n), mv, size=n)
+    mask = M.S if kind == "S" else M.V
+    allowed = set(mask.true_keys().tolist())
+    cd = dict(zip(C.indices.tolist(), [1] * C.nvals if C.values is None else C.values.tolist()))
+    want = {i: value for i in allowed}
+    if not replace:
+        want.update({i: v for i, v in cd.items() if i not in allowed})
+    got = spla.assign(C, value, mask=mask, replace=replace)
+    assert dict(zip(got.indices.tolist(), got.values.tolist())) == want
+    general = spla.assign(C, value, np.arange(n), mask=mask, replace=replace)
+    assert got.isequal(general) and got.values.dtype == general.values.dtype
