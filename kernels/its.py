@@ -411,7 +411,6 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
         return
     if mode == UNIFORM:
         uniform_picks(out, o, cnt, lo, hi, key)
-        sort_range(out, o, o + cnt)
         return
     bits = 0
     seen = out
@@ -426,17 +425,18 @@ def sample_one_row_cpu(out, o, cnt, lo, hi, values, has_values, prefix, guide, m
 @numba.njit(cache=True, inline="always")
 def uniform_picks(out, o, cnt, lo, hi, key):
     """``sample_one_row_cpu``'s uniform picks without replacement of a row of
-    more than ``cnt`` entries, unsorted, into ``out[o:o+cnt]`` (a caller that
-    orders them its own way, ``kernels.cpu.hops``, skips the sort)."""
+    more than ``cnt`` entries, ascending, into ``out[o:o+cnt]``."""
     if cnt <= SET_MIN:
         # The common node-wise row, on a path of its own: with the picks
         # scanned (``bits`` known to be 0) the compiler specialises the
         # draw loop, which the path below, with a hash set, cannot (see
         # docs/design.rst for the gain).
         _floyd(out, o, cnt, lo, hi, key, out, 0)
-        return
-    bits = table_bits(cnt)
-    _floyd(out, o, cnt, lo, hi, key, np.full(np.int64(1) << bits, EMPTY_KEY, np.int64), bits)
+    else:
+        bits = table_bits(cnt)
+        _floyd(out, o, cnt, lo, hi, key, np.full(np.int64(1) << bits, EMPTY_KEY, np.int64),
+               bits)
+    sort_range(out, o, o + cnt)
 
 
 # -- Rows of a fused row selection ``Q @ A``: the per-row steps both backends

@@ -56,11 +56,10 @@ def fusable(ks, replace=False, weighted=False):
 
 @numba.njit(cache=True, inline="always")
 def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s, pos,
-                   cols, ordered):
-    """The picks of rows ``c0:c1`` as columns, into ``cols`` (from ``optr[c0]``):
-    ascending for a row that gives all its entries or when ``ordered``, else
-    in draw order.  Row ``i`` of group ``g`` draws with the id ``gids[g] * n
-    + nodes[i]``.
+                   cols):
+    """The picks of rows ``c0:c1`` as columns, ascending per row, into ``cols``
+    (from ``optr[c0]``).  Row ``i`` of group ``g`` draws with the id
+    ``gids[g] * n + nodes[i]``.
 
     In passes, each with nothing between its loads: the rows' extents,
     the draws, then the picks' columns, so a pass's cache misses (rows and
@@ -83,8 +82,6 @@ def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, 
                 pos[o + t] = lo + t
         elif c > 0:
             uniform_picks(pos, o, c, lo, hi, row_key(seed, stream, gids[g] * n + nodes[i]))
-            if ordered:
-                sort_range(pos, o, o + c)
     for t in range(optr[c1] - e0):
         cols[t] = a_idx[pos[t]]
 
@@ -113,18 +110,15 @@ def _add(col, m, slot, dense, tags, tag_base, table):
 
 
 @numba.njit(cache=True, inline="always")
-def _row_split(out, o, c, cols, t0, new, m, tmp, off, dense, tags, tag_base, table, bits,
-               ordered):
-    """Row ``out[o:o+c]`` from its columns ``cols[t0:t0+c]`` (ascending if
-    ``ordered``, else in draw order); returns the group's column count.
+def _row_split(out, o, c, cols, t0, new, m, tmp, off, dense, tags, tag_base, table, bits):
+    """Row ``out[o:o+c]`` from its ascending columns ``cols[t0:t0+c]``; returns
+    the group's column count.
 
     A row's new columns are numbered in column order after every column the
     group has seen, so its ids are its seen columns' ids, sorted, then the
-    new ones, ascending: two short sorts that together sort the row once,
-    where sorting the picks by column and then their ids sorts it twice.
-    Seen ids go to the front, new columns aside (a row's columns are
-    distinct), stored on both sides and counted by selects, not a branch on
-    a coin toss."""
+    new ones, ascending: only the seen ids need sorting.  Seen ids go to the
+    front, new columns aside (a row's columns are distinct), stored on both
+    sides and counted by selects, not a branch on a coin toss."""
     ns = np.int64(0)
     nn = np.int64(0)
     for t in range(t0, t0 + c):
@@ -133,8 +127,6 @@ def _row_split(out, o, c, cols, t0, new, m, tmp, off, dense, tags, tag_base, tab
         new[nn] = cols[t]
         ns += np.int64(seen)
         nn += np.int64(not seen)
-    if not ordered:
-        sort_range(new, 0, nn)
     sort_range(out, o, o + ns)
     for j in range(nn):
         # A column's free slot is found again: an earlier one of the row may
@@ -224,12 +216,10 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
                                       tmp, off, dense, tags, tag_base, table, bits)
                 continue
             _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s,
-                           pos, cols, False)
+                           pos, cols)
             for i in range(c0, c1):
-                d = a_ptr[nodes[i] + 1] - a_ptr[nodes[i]]
-                c = optr[i + 1] - optr[i]
-                m = _row_split(out, optr[i], c, cols, optr[i] - optr[c0], new, m, tmp, off,
-                               dense, tags, tag_base, table, bits, c >= d)
+                m = _row_split(out, optr[i], optr[i + 1] - optr[i], cols, optr[i] - optr[c0],
+                               new, m, tmp, off, dense, tags, tag_base, table, bits)
         cnt[g + 1] = m
         tag_base += np.uint64(m)
 
@@ -270,7 +260,7 @@ def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
             c0 = ch * CHUNK
             c1 = min(R, c0 + CHUNK)
             _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream,
-                           np.empty(CHUNK, np.int64), pos[optr[c0]:], drawn[optr[c0]:], True)
+                           np.empty(CHUNK, np.int64), pos[optr[c0]:], drawn[optr[c0]:])
     if bounds.size == 2:
         _worker(bounds[0], bounds[1], a_ptr, a_idx, nodes, gptr, gids, n, optr, seed,
                 stream, tmp, cnt, out, drawn)
