@@ -2,20 +2,31 @@
 """Sampler throughput: spla's bulk samplers against torch-sparse and scipy.
 
     python benchmarks/bench_sampling.py [--scale 20] [--threads 2] [--bulks 1,8,16,64]
+                                        [--graphs rmat,rmat-bfs,pubmed,cora]
+                                        [--samplers "GraphSAGE fused,LADIES"]
                                         [--out benchmarks/results/sampling_cpu.md] [--quick]
+
+With pyg-lib on ``PYTHONPATH`` (built from its public sources as
+``../shared/peers/README.md`` says; copy the ``pyg_lib`` package of that
+venv into a directory of its own and point ``PYTHONPATH`` there) it is timed
+too, and a table gives GraphSAGE's time per minibatch against pyg-lib's
+fastest way on every graph.
 
 Workloads (minibatches of 1,024 distinct random seeds, the same minibatches
 for every method):
 
-* R-MAT (``spla.generators.rmat(scale, 16, seed=0)``, symmetric) and Cora:
+* R-MAT (``spla.generators.rmat(scale, 16, seed=0)``, symmetric; ``rmat-bfs``:
+  the same graph renumbered in BFS order, so that neighbours have nearby ids
+  as in real graphs), PubMed's real graph (``--pubmed``) and Cora:
   GraphSAGE ``[15, 10, 5]`` fused (the default path), GraphSAGE materialised
   (ablation: ``(Q @ A).new()`` before ``sample_rows``), weighted GraphSAGE
   (random positive float32 edge values), LADIES and FastGCN with 512 vertices
   per layer (2 layers); each for every bulk size k.
-* Peers in the same run: torch-sparse ``neighbor_sample`` (NeighborLoader
-  without pyg-lib) and ``SparseTensor.sample_adj`` (NeighborSampler), each in
-  1 process and in 2 forked worker processes; a straightforward scipy
-  GraphSAGE, one minibatch at a time.
+* Peers in the same run: pyg-lib's ``neighbor_sample`` (NeighborLoader's
+  default), torch-sparse ``neighbor_sample`` (NeighborLoader without pyg-lib)
+  and ``SparseTensor.sample_adj`` (NeighborSampler), each in 1 process and in
+  2 forked worker processes; a straightforward scipy GraphSAGE, one
+  minibatch at a time.
 
 Reported: SEPS (sampled edges per second; every edge of every block, for
 peers every edge they return), seconds per bulk and per minibatch, the peak
