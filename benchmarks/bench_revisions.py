@@ -10,7 +10,8 @@ Each revision is checked out into a temporary git worktree (``--new`` defaults
 to this working tree as it is) and measured in its own fresh process, the
 two alternating repeat by repeat so that a change in machine load hits both.
 Workload: the seeded R-MAT graph ``spla.generators.rmat(scale, 16, seed=0)``
-(symmetric), bulks of ``k`` minibatches of ``--seeds`` (1,024) distinct random
+(symmetric; ``--graph rmat-bfs``: renumbered in BFS order; ``--graph pubmed``:
+PubMed's real graph instead), bulks of ``k`` minibatches of ``--seeds`` (1,024) distinct random
 seeds (the same seeds for both), fused GraphSAGE ``[15, 10, 5]`` and LADIES ``[512,
 512]``.  Reported: the median seconds per minibatch of each revision and the
 ratio old/new (> 1: the new revision is faster).
@@ -35,7 +36,24 @@ import numpy as np
 import spla, sampling
 from spla.generators import rmat
 scale, k, which, seeds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[5])
-A = rmat(scale, 16, seed=0)
+graph = sys.argv[6]
+if graph == "pubmed":
+    z = np.load(sys.argv[7], allow_pickle=False)
+    A = spla.Matrix.from_csr(z["indptr"], z["indices"], None, (z["indptr"].size - 1,) * 2)
+else:
+    A = rmat(scale, 16, seed=0)
+if graph == "rmat-bfs":  # neighbours get nearby ids, as in real graphs
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+    S = sp.csr_matrix((np.ones(A.nnz), np.asarray(A.indices), np.asarray(A.indptr)), A.shape)
+    o = breadth_first_order(S, int(np.argmax(np.diff(S.indptr))), directed=False,
+                            return_predecessors=False)
+    seen = np.zeros(A.nrows, bool)
+    seen[o] = True
+    o = np.concatenate([o, np.flatnonzero(~seen)])
+    S = S[o][:, o].tocsr()
+    S.sort_indices()
+    A = spla.Matrix.from_csr(S.indptr.astype(np.int64), S.indices.astype(np.int64), None, A.shape)
 n = A.nrows
 rng = np.random.default_rng(12345)
 batches = [rng.choice(n, seeds, replace=False) for _ in range(k)]
@@ -57,6 +75,9 @@ def parse_args(argv=None):
     p.add_argument("--new", default=None,
                    help="a later revision, or a directory (default: this working tree)")
     p.add_argument("--scale", type=int, default=20)
+    p.add_argument("--graph", default="rmat", choices=("rmat", "rmat-bfs", "pubmed"),
+                   help="R-MAT, R-MAT renumbered in BFS order, or PubMed's real graph")
+    p.add_argument("--pubmed", default=os.path.join(ROOT, "..", "shared", "data", "pubmed.npz"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--bulks", default="1,16,64")
     p.add_argument("--samplers", default="graphsage,ladies")
@@ -76,11 +97,12 @@ def checkout(rev, tmp):
     return path
 
 
-def measure(path, scale, k, which, repeats, threads, seeds):
+def measure(path, scale, k, which, repeats, threads, seeds, graph, pubmed):
     env = dict(os.environ, PYTHONPATH=path, NUMBA_NUM_THREADS=str(threads),
                OMP_NUM_THREADS=str(threads))
     out = subprocess.run([sys.executable, "-c", CHILD, str(scale), str(k), which,
-                          str(repeats), str(seeds)], cwd=path, env=env, check=True,
+                          str(repeats), str(seeds), graph, os.path.abspath(pubmed)], cwd=path,
+                         env=env, check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -105,7 +127,8 @@ def main(argv=None):
                     for _ in range(args.rounds):
                         for side in ("old", "new"):
                             got[side] += measure(paths[side], args.scale, k, which,
-                                                 args.repeats, args.threads, args.seeds)
+                                                 args.repeats, args.threads, args.seeds,
+                                                 args.graph, args.pubmed)
                     old = statistics.median(got["old"])
                     new = statistics.median(got["new"])
                     rows.append((which, k, old, new))
@@ -126,7 +149,11 @@ def main(argv=None):
             f.write(f"- machine: {platform.processor() or platform.machine()}, "
                     f"{os.cpu_count()} cpus, {platform.platform()}\n")
             f.write(f"- command: `{cmd}`\n")
-            f.write(f"- workload: R-MAT scale {args.scale} (edge factor 16, seed 0), "
+            graph = {"rmat": f"R-MAT scale {args.scale} (edge factor 16, seed 0)",
+                     "rmat-bfs": f"R-MAT scale {args.scale} (edge factor 16, seed 0) "
+                                 "renumbered in BFS order",
+                     "pubmed": "PubMed's real graph"}[args.graph]
+            f.write(f"- workload: {graph}, "
                     f"{args.seeds:,} seeds per minibatch, {args.threads} threads, median of "
                     f"{args.rounds} x {args.repeats} timed bulks per side\n\n")
             f.write("| sampler | k | old ms/minibatch | new ms/minibatch | old/new |\n")
