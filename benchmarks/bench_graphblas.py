@@ -262,7 +262,8 @@ def report(gname, A, L, gen, rows, cmd, mem, load):
                 "indices):", "",
                 "| library | peak growth (MiB) | per entry of L (bytes) |", "|---|---:|---:|"]
         for lib, r in mem.items():
-            out.append(f"| {lib} | {r['growth'] / 2**20:.1f} | {r['growth'] / max(nnz_l, 1):.1f} |")
+            g = r["growth"]
+            out.append(f"| {lib} | {g / 2**20:.1f} | {g / max(nnz_l, 1):.1f} |")
     return "\n".join(out) + "\n"
 
 

@@ -117,9 +117,9 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
     """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products.
 
     Rows with two or more mask slots and ``TABLE_ROW`` entries or more go
-    through a position table of A's row (``_table_row``), one table per block of rows (scratch of the size
-    of the k range, ``DOT_BLOCKS`` at most); others merge or search
-    (``dot_row``).
+    through a position table of A's row (``_table_row``), one table per
+    block of rows (scratch of the size of the k range, ``DOT_BLOCKS`` at
+    most); others merge or search (``dot_row``).
     """
     n = a_ptr.size - 1
     out_val = np.empty(m_idx.size, one.dtype)
