@@ -12,7 +12,8 @@ and the next hop's frontier is ``src``.  ``sample_hops`` runs all hops and
 returns each one's diagonal blocks.  On a GPU it runs them fused (sample,
 relabel and emit in a few launches per hop, ``kernels.cuda.hops``), with no
 host read between hops and one at the end; on the CPU, uniform hops without
-replacement run fused too (each row's picks relabelled while in cache,
+replacement on graphs of up to ``kernels.cpu.hops.FUSED_MAX_VERTICES``
+vertices run fused too (each row's picks relabelled while in cache,
 ``kernels.cpu.hops``); the others, and distributed graphs, run the
 composition above, operator by operator.  All give the same blocks.
 """
@@ -165,7 +166,7 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
     # hop's collective row fetch.)
     if D is None and not materialize:
         hops = backend.kernels_for(M.device).hops
-        if hops.fusable(ks, replace=replace, weighted=weighted):
+        if hops.fusable(ks, replace=replace, weighted=weighted, n=n):
             return _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted)
     return _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, materialize)
 

@@ -38,20 +38,33 @@ TAG_LIMIT = 2 ** 32 - 1
 CHUNK = 256
 
 
-def fusable(ks, replace=False, weighted=False):
-    """Whether hops drawing ``ks`` picks per row run fused on the CPU.
+#: Graphs of more vertices keep the composition: there a worker's column
+#: map (4 bytes a vertex) no longer fits in cache, and the composition's
+#: passes over the whole bulk, each shared out by rows, hide more of the
+#: misses than a worker drawing and relabelling its own groups
+#: (``docs/design.rst``, "Fused uniform hops on the CPU").
+FUSED_MAX_VERTICES = 1 << 19
+
+
+def fusable(ks, replace=False, weighted=False, n=0):
+    """Whether hops drawing ``ks`` picks per row of an ``n``-vertex graph run
+    fused on the CPU.
 
     Uniform draws without replacement, each k at least 1 or -1 (every
-    entry).  Weighted draws keep the composition, whose batched searches
-    overlap their cache misses (``kernels.cpu.sample``); draws with
-    replacement keep it too (their picks fold into counts).
+    entry), on graphs of at most ``FUSED_MAX_VERTICES`` vertices.  Weighted
+    draws keep the composition, whose batched searches overlap their cache
+    misses (``kernels.cpu.sample``); draws with replacement keep it too
+    (their picks fold into counts).
 
     Examples
     --------
     >>> fusable([15, 10, 5]), fusable([-1, 2]), fusable([5], replace=True)
     (True, True, False)
+    >>> fusable([15, 10, 5], n=2 ** 20)
+    False
     """
-    return not replace and not weighted and all(k >= 1 or k == -1 for k in ks)
+    return (not replace and not weighted and n <= FUSED_MAX_VERTICES
+            and all(k >= 1 or k == -1 for k in ks))
 
 
 @numba.njit(cache=True, inline="always")

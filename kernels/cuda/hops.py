@@ -289,10 +289,11 @@ def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx,
                 ep[G] = x1 >> 32
 
 
-def fusable(ks, replace=False, weighted=False):
+def fusable(ks, replace=False, weighted=False, n=0):
     """Whether hops drawing ``ks`` picks per row run fused (each in [1, MAX_SLOTS]).
 
-    Every draw (uniform or weighted, with replacement or not) runs fused.
+    Every draw (uniform or weighted, with replacement or not), on any graph
+    (``n``, its vertices), runs fused.
     """
     return 0 < len(ks) <= MAX_HOPS and all(1 <= int(k) <= MAX_SLOTS for k in ks)
 
