@@ -10,7 +10,7 @@ order (``order_row``).  ``kernels.cpu.groups`` re-exports ``DENSE_FACTOR``.
 import numba
 import numpy as np
 
-from kernels.common import pop_set_bits, set_bit, sort_pairs, table_bits, zero_bitmap
+from kernels.common import clear_table, pop_set_bits, set_bit, sort_pairs, table_bits, zero_bitmap
 
 
 @numba.njit(cache=True, nogil=True)
@@ -60,6 +60,21 @@ def scratch(work, most, ncols):
     tags = np.empty(ncols if dense else 0, np.uint32)
     table = np.empty(0 if dense else np.int64(2) << table_bits(most), np.int64)
     return dense, tags, table, np.empty(most, np.int64), zero_bitmap(most)
+
+
+@numba.njit(cache=True, inline="always")
+def start_group(dense, tags, table, w, tag_base, tag_limit):
+    """A worker's map made ready for a group of work ``w``: its hash table's
+    first ``2**bits`` slots freed, or its tags refilled once the counts of
+    the worker's columns (``tag_base``) would pass ``tag_limit``.  Returns
+    ``(bits, tag_base)``."""
+    bits = table_bits(w)
+    if not dense:
+        clear_table(table, bits)
+    elif tag_base + np.uint64(w) >= np.uint64(tag_limit):
+        tags[:] = 0
+        tag_base = np.uint64(0)
+    return bits, tag_base
 
 
 @numba.njit(cache=True, inline="always")

@@ -39,6 +39,7 @@ from kernels.cpu.group_scratch import dense_map as _dense
 from kernels.cpu.group_scratch import group_bounds as _group_bounds
 from kernels.cpu.group_scratch import order_row as _order_row
 from kernels.cpu.group_scratch import scratch as _scratch
+from kernels.cpu.group_scratch import start_group as _start_group
 from kernels.parallel import over_rows, parallel_kernel
 
 #: A group may hold fewer distinct columns than this (local ids and the
@@ -82,12 +83,7 @@ def _relabel_groups(g0, g1, ptr, idx, row_ptr, first, first_ptr, ncols, tag_limi
     tag_base = np.uint64(0)
     for g in range(g0, g1):
         w = (first_ptr[g + 1] - first_ptr[g]) + (ptr[row_ptr[g + 1]] - ptr[row_ptr[g]])
-        bits = _table_bits(w)
-        if not dense:
-            _clear(table, bits)
-        elif tag_base + np.uint64(w) >= np.uint64(tag_limit):
-            tags[:] = 0
-            tag_base = np.uint64(0)
+        bits, tag_base = _start_group(dense, tags, table, w, tag_base, tag_limit)
         off = (first_ptr[g] - f_base) + (ptr[row_ptr[g]] - nnz_base)
         n = np.int64(0)
         for t in range(first_ptr[g], first_ptr[g + 1]):

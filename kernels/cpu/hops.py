@@ -24,8 +24,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import clear_table, probe, row_key, sort_range, table_bits
-from kernels.cpu.group_scratch import dense_map, group_bounds
+from kernels.common import probe, row_key, sort_range, table_bits
+from kernels.cpu.group_scratch import dense_map, group_bounds, start_group
 from kernels.its import uniform_picks
 from kernels.parallel import over_rows, parallel_kernel
 
@@ -207,12 +207,7 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
     tag_base = np.uint64(0)
     for g in range(g0, g1):
         w = (gptr[g + 1] - gptr[g]) + (optr[gptr[g + 1]] - optr[gptr[g]])
-        bits = table_bits(w)
-        if not dense:
-            clear_table(table, bits)
-        elif tag_base + np.uint64(w) >= np.uint64(TAG_LIMIT):
-            tags[:] = 0
-            tag_base = np.uint64(0)
+        bits, tag_base = start_group(dense, tags, table, w, tag_base, TAG_LIMIT)
         off = gptr[g] + optr[gptr[g]]
         # The frontier leads, in its order (its vertices are distinct).
         m = np.int64(0)
