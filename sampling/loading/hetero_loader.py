@@ -6,6 +6,13 @@ seeds (shuffle, minibatch ids, bulks, prefetch, ranks); only the inputs
 differ: each ``HeteroMiniBatch`` gets ``x`` (per type, the feature rows of
 ``input_nodes[t]``, float32 tensors) and ``y`` (``{type: labels of the
 seeds}``, int64), gathered here once per bulk and type.
+
+Under MPI (a sampler over distributed relations, more than one rank) the
+features default to a ``HeteroFeatureStore`` built from the graph's: each
+rank keeps its row block of every type (the blocks of the relations'
+destination rows) and a bulk's rows of every type come in one exchange.
+Features given as a dict stay whole on every rank and are gathered
+locally; a ``HeteroFeatureStore`` may also be given.
 """
 
 import numpy as np
@@ -13,7 +20,10 @@ import numpy as np
 from spla import backend
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.dist import DistMatrix
 from spla.optional import require
+
+from sampling.loading.hetero_features import HeteroFeatureStore
 
 
 def is_typed_seeds(seeds):
@@ -52,8 +62,10 @@ class HeteroInputs:
     G : sampling.HeteroGraph
     node_type : str
         The seeds' type.
-    features : dict of type -> array, optional
-        Default: the graph's ``x``.  Types left out get no ``x`` entry.
+    features : dict of type -> array, or HeteroFeatureStore, optional
+        Default: the graph's ``x`` (under MPI, with more than one rank, a
+        ``HeteroFeatureStore`` of them placed as the relations' row
+        blocks).  Types left out get no ``x`` entry.
     labels : dict of type -> int array, optional
         Default: the graph's ``y``; it must hold the seeds' type.  ``{}``:
         minibatches without labels.
@@ -70,12 +82,14 @@ class HeteroInputs:
     True
     """
 
-    kind = "hetero"
-
     def __init__(self, func, G, node_type, features, labels, device):
         self.node_type = node_type
-        self.features = {t: _rows(func, t, X, G.num_nodes[t])
-                         for t, X in dict(G.x if features is None else features).items()}
+        self.features = _features(func, G, features)
+        # "store": NodeLoader gives its background thread a twin (dup()) of
+        # a store that exchanges rows, as for a partitioned FeatureStore.
+        distributed = isinstance(self.features, HeteroFeatureStore) and \
+            not self.features.replicated
+        self.kind = "store" if distributed else "hetero"
         self.labels = dict(G.y if labels is None else labels)
         if labels is None and node_type not in self.labels:
             fail(InvalidValue, func, "seeds", "seeds of a type with labels (or labels={})",
@@ -91,18 +105,30 @@ class HeteroInputs:
         self.device = device if self.torch is None else self.torch.device(device)
 
     def gather_x(self, parts, F):
-        """Per minibatch, ``{type: rows of input_nodes[type]}`` (one gather per type)."""
-        if not F:
+        """Per minibatch, ``{type: rows of input_nodes[type]}``.
+
+        One gather per type from a dict; from a ``HeteroFeatureStore`` one
+        fetch for every type (collective under MPI: every rank calls it
+        once per bulk, also with no minibatch).
+        """
+        store = isinstance(F, HeteroFeatureStore)
+        if not store and not F:
             return None
-        torch = self.torch
+        types = F.types if store else tuple(F)
+        have = {t: [j for j, p in enumerate(parts) if t in p] for t in types}
+        ids = {t: np.concatenate([np.zeros(0, np.int64)] + [
+            np.asarray(backend.to_host(parts[j][t])) for j in have[t]]) for t in types}
+        if store:
+            rows = F.fetch(ids)
+        else:
+            rows = {t: F[t][ids[t]] for t in types if have[t]}
         out = [dict() for _ in parts]
-        for t, X in F.items():
-            have = [j for j, p in enumerate(parts) if t in p]
-            if not have:
+        for t in types:
+            if not have[t]:
                 continue
-            ids = np.concatenate([np.asarray(backend.to_host(parts[j][t])) for j in have])
-            rows = torch.as_tensor(np.ascontiguousarray(X[ids], np.float32), device=self.device)
-            for j, piece in zip(have, rows.split([int(parts[j][t].size) for j in have])):
+            X = self.torch.as_tensor(np.ascontiguousarray(rows[t], np.float32),
+                                     device=self.device)
+            for j, piece in zip(have[t], X.split([int(parts[j][t].size) for j in have[t]])):
                 out[j][t] = piece
         return out
 
@@ -114,6 +140,27 @@ class HeteroInputs:
         ids = np.concatenate([np.asarray(backend.to_host(p)) for p in parts])
         Y = self.torch.as_tensor(self.labels[t][ids].astype(np.int64), device=self.device)
         return [{t: y} for y in Y.split([int(p.size) for p in parts])]
+
+
+def _features(func, G, features):
+    """The loader's features: a dict by type, or a ``HeteroFeatureStore``."""
+    if isinstance(features, HeteroFeatureStore):
+        for t, n in features.num_nodes.items():
+            if G.num_nodes.get(t) != n:
+                fail(DimensionMismatch, func, "features", f"a store of the graph's types and "
+                     f"counts ({G.num_nodes})", repr(features))
+        return features
+    F = {t: _rows(func, t, X, G.num_nodes[t])
+         for t, X in dict(G.x if features is None else features).items()}
+    first = next(iter(G.relations.values()))
+    comm = getattr(first, "comm", None) if all(
+        isinstance(A, DistMatrix) for A in G.relations.values()) else None
+    if features is None and F and comm is not None and comm.Get_size() > 1:
+        c = first.layout.c
+        # Every rank holds the same graph: no agreement message (this runs
+        # inside the loader's argument checks, where no rank may send).
+        return HeteroFeatureStore(F, comm=comm, replication=c, agree=False)
+    return F
 
 
 def _rows(func, t, X, n):

@@ -104,3 +104,74 @@ def test_node_loader_over_distributed_relations(comm):
         want, = ref.sample([m.seeds], node_type="paper", seed=7, epoch=0, batch_ids=[m.index])
         assert m == want
         assert np.array_equal(m.y["paper"].numpy(), G.y["paper"][m.seeds])
+
+
+class CountingComm:
+    """A communicator that counts the Alltoallv calls made through it."""
+
+    def __init__(self, comm):
+        self.comm, self.alltoallv = comm, 0
+
+    def Alltoallv(self, *args, **kw):
+        self.alltoallv += 1
+        return self.comm.Alltoallv(*args, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.comm, name)
+
+
+@pytest.mark.parametrize("replication", [1, 2])
+def test_per_type_store_fetches_every_type_in_one_exchange(comm, replication):
+    import numpy as np
+    from sampling.loading.hetero_features import HeteroFeatureStore
+    p, r = comm.Get_size(), comm.Get_rank()
+    if p % replication:
+        pytest.skip("replication must divide the ranks")
+    G = mag_dataset(5)
+    rng = np.random.default_rng(0)                    # the same features on every rank
+    X = {t: rng.standard_normal((n, 1 + 2 * j)) for j, (t, n) in enumerate(G.num_nodes.items())}
+    X["field_of_study"] = X["field_of_study"][:, :0]  # a type of width 0
+    counted = CountingComm(comm)
+    store = HeteroFeatureStore(X, comm=counted, replication=replication)
+    assert sum(s.shape[0] for s in comm.allgather(store.local["paper"])) == \
+        G.num_nodes["paper"] * replication            # each row on c ranks only
+    mine = np.random.default_rng(r)
+    ids = {t: mine.integers(0, n, 7 * r) for t, n in G.num_nodes.items()}
+    ids.pop("author") if r == 0 else None             # a type some rank does not ask for
+    before = counted.alltoallv
+    got = store.fetch(ids)
+    assert counted.alltoallv - before == (2 if p > 1 else 0)    # request + reply, 4 types
+    assert sorted(got) == sorted(ids)
+    for t, a in ids.items():
+        assert np.array_equal(got[t], np.ascontiguousarray(X[t][a], np.float32))
+    with pytest.raises(spla.InvalidValue, match="type 'x'"):
+        store.fetch({"x": [0]} if r == p - 1 else {})
+
+
+def test_node_loader_fetches_a_bulk_of_every_type_at_once(comm, monkeypatch):
+    """Under MPI the loader's default features are a per-type store: mb.x equals the
+    replicated gather, bit for bit, with one exchange per bulk."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from spla import comm as C
+    from sampling import NodeLoader
+    G = mag_dataset(5).to_undirected()
+    D = _distributed(G, comm, "1d", 1, False)
+    calls = []
+    real = C.alltoallv
+    monkeypatch.setattr(C, "alltoallv",
+                        lambda cm, s, k, op: calls.append(op) or real(cm, s, k, op))
+    loader = NodeLoader(HeteroGraphSAGE(D, [3, 2]), ("paper", G.split("train", "paper")), 8,
+                        bulk=2, seed=3)
+    store = loader._inputs.features
+    assert (loader._inputs.kind == "store") == (comm.Get_size() > 1)
+    mbs = list(loader)
+    bulks = len(loader._bulks())
+    if comm.Get_size() > 1:
+        assert store.local["paper"].shape[0] < G.num_nodes["paper"]
+        assert calls.count("features.hetero.request") == bulks
+        assert calls.count("features.hetero.reply") == bulks
+    for m in mbs:
+        assert sorted(m.x) == sorted(G.x)
+        for t, x in m.x.items():
+            assert torch.equal(x, torch.from_numpy(G.x[t][m.input_nodes[t]]))
