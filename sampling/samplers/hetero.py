@@ -30,6 +30,7 @@ from spla.exceptions import DTypeError, InvalidValue, DimensionMismatch
 from spla.hops import selection
 from spla.matrix import Matrix
 from spla.mxm import mxm
+from spla.relation_hops import RelationStack
 from spla.optional import require
 from spla import semiring
 from spla.sample import K_ALL, sample_rows
@@ -325,6 +326,7 @@ class HeteroGraphSAGE:
                     # samples its rows' pattern (a structural product).
                     mats.append(A if self.comm is not None else A.structure())
         self.mats = mats
+        self._by_src = None
 
     @property
     def num_layers(self):
@@ -409,7 +411,38 @@ class HeteroGraphSAGE:
             S = S.with_values(counts.astype(np.float32))
         return S
 
+    def _stacks(self):
+        """Per source type, its relations' ``RelationStack`` and their ids (built once)."""
+        if self._by_src is None:
+            rels = self.G.edge_types
+            by = {t: [r for r, rel in enumerate(rels) if rel[0] == t] for t in self.G.node_types}
+            self._by_src = {t: (RelationStack([self.mats[r] for r in rs], rs, len(rels)), rs)
+                            for t, rs in by.items() if rs}
+        return self._by_src
+
     def _layer(self, front, hop, seed, stream, ids):
+        if self.comm is not None:
+            return self._layer_dist(front, hop, seed, stream, ids)
+        # One RelationStack hop per source type: fused on the CPU for uniform
+        # draws without replacement, else the same composition as below.
+        rels, blocks, nxt = self.G.edge_types, {}, {}
+        stacks = self._stacks()
+        for t in self.G.node_types:
+            if t not in stacks:
+                nxt[t] = front[t]
+                continue
+            st, rs = stacks[t]
+            nodes, ptr = front[t]
+            per, src, src_ptr = st.sample_hop(
+                [front[rels[r][2]] for r in rs], [self.fanouts[r][hop] for r in rs], nodes, ptr,
+                seed=seed, stream=stream, group_ids=ids, replace=self.replace,
+                weighted=self.weighted)
+            nxt[t] = (np.asarray(src, np.int64), src_ptr)
+            for j, r in enumerate(rs):
+                blocks[rels[r]] = per[j]
+        return blocks, nxt
+
+    def _layer_dist(self, front, hop, seed, stream, ids):
         G = self.G
         per_src = {t: [] for t in G.node_types}
         for r, rel in enumerate(G.edge_types):
