@@ -6,7 +6,10 @@
 the labelled vertex type's (``NodeLoader`` with ``(type, ids)`` seeds: the
 same epoch loop, bulks, prefetch and ranks as a homogeneous run), and the
 model is ``sampling.models.RGCN``.  Under MPI every relation is distributed
-(``spla.distribute``, replicated or 1.5D-partitioned by destination rows)
+(``spla.distribute``, replicated or 1.5D-partitioned by destination rows),
+the loaders fetch features from per-type stores (``HeteroFeatureStore``:
+a rank holds its row block of every type, a bulk's rows of every type
+come in one exchange; the epoch table's features column counts its bytes)
 and the gradients are averaged as for any run.
 """
 
