@@ -105,6 +105,30 @@ def test_bulk_equals_alone(replace):
     assert not (other == bulk[0])                   # the epoch changes the draws
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fused_hops_equal_composition(threads, monkeypatch):
+    """The fused relation hops give the composition's minibatches (fanouts -1 and 0 too)."""
+    import numba
+    from spla.relation_hops import RelationStack
+    G = mag_dataset(6).to_undirected()
+    fan = {rel: [3, 2] for rel in G.edge_types}
+    fan[("paper", "cites", "paper")] = [-1, 0]
+    s = HeteroGraphSAGE(G, fan)
+    seeds = [np.array([1, 2, 3]), np.array([7, 1]), np.array([40])]
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        for bulk in (seeds, seeds[:1]):
+            fused = s.sample(bulk, node_type="paper", seed=4, batch_ids=range(3, 3 + len(bulk)))
+            with monkeypatch.context() as m:
+                m.setattr(RelationStack, "fused", lambda self, *a, **k: False)
+                composed = s.sample(bulk, node_type="paper", seed=4,
+                                    batch_ids=range(3, 3 + len(bulk)))
+            assert all(a == b for a, b in zip(fused, composed)) and len(fused) == len(bulk)
+    finally:
+        numba.set_num_threads(before)
+
+
 @pytest.mark.parametrize("replace", [False, True])
 def test_one_relation_equals_graphsage(replace):
     """With one type and one relation the draws are GraphSAGE's, key for key."""
