@@ -62,7 +62,7 @@ class RelationStack:
     ...     [(np.array([0, 2]), np.array([0, 1, 2])), (np.array([1, 0]), np.array([0, 1, 2]))],
     ...     [-1, -1], np.array([0, 2]), np.array([0, 1, 2]), seed=0, stream=0)
     >>> src.tolist(), src_ptr.tolist()     # each minibatch: its papers, then new ones
-    ([0, 1, 2, 1, 0], [0, 3, 5])
+    ([0, 1, 2, 0], [0, 2, 4])
     >>> blocks[1][1].to_dense()            # minibatch 1, author 0 wrote papers 0 and 2
     array([[1., 1.]])
     """
@@ -97,10 +97,13 @@ class RelationStack:
     def fused(self, replace=False, weighted=False):
         """Whether ``sample_hop`` runs fused (one kernel) for these draws.
 
-        On the CPU, uniform draws without replacement: the kernel is the
-        twin of ``kernels.cpu.hops``, which fuses those draws only.  On a
-        GPU the composition runs: its operators have CUDA kernels and a
-        fused relation hop has no CUDA twin yet.
+        On the CPU, uniform draws without replacement of a source type of
+        at most ``kernels.cpu.hops.FUSED_MAX_VERTICES`` vertices: the
+        kernel is the twin of ``kernels.cpu.hops``, which fuses those draws
+        only, and for the same reason (a worker's column map, 4 bytes a
+        column, must stay in cache).  On a GPU the composition runs: its
+        operators have CUDA kernels, and a fused relation hop has no CUDA
+        twin.
 
         Examples
         --------
@@ -110,7 +113,8 @@ class RelationStack:
         >>> st.fused(), st.fused(replace=True), st.fused(weighted=True)
         (True, False, False)
         """
-        return self.mats[0].device == backend.CPU and not replace and not weighted
+        return (self.mats[0].device == backend.CPU and not replace and not weighted
+                and self.ncols <= backend.kernels_for(backend.CPU).hops.FUSED_MAX_VERTICES)
 
     def sample_hop(self, frontiers, ks, first, first_ptr, *, seed, stream, group_ids=None,
                    replace=False, weighted=False):
@@ -188,8 +192,9 @@ class RelationStack:
         return self._stacked
 
     def _fused(self, frontiers, ptrs, ks, first, fptr, ids, seed, stream):
-        from kernels.cpu.relation_hops import relation_hop
         import numba
+        # CPU only (``fused``); kernels.cpu's package does not list this module.
+        from kernels.cpu.relation_hops import relation_hop
         J, G = len(self.mats), fptr.size - 1
         a_ptr, a_idx, row_off = self._stack()
         nodes = [np.asarray(n, np.int64) for n, _ in frontiers]
