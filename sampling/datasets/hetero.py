@@ -331,6 +331,56 @@ class HeteroGraph:
             fail(InvalidValue, func, "method", "'metis' or 'hash'", repr(method))
         return HeteroPartition(P, off, dict(self.num_nodes), W)
 
+    def distribute(self, comm=None, *, layout="1d", replication=1, replicate_graph=False,
+                   partition=None):
+        """Collective: this graph with every relation a ``spla.DistMatrix``, rows by destination.
+
+        Relation ``(s, name, d)`` is distributed with ``spla.distribute``
+        (the same ``comm``, ``layout``, ``replication`` and
+        ``replicate_graph`` for every relation): its rows are the vertices
+        of ``d``, so a rank holds the rows of every relation for the
+        destination vertices it holds.  Features, labels and splits are
+        kept as they are (``NodeLoader`` keeps only each rank's block of
+        the features: ``HeteroFeatureStore``).
+
+        Parameters
+        ----------
+        comm : MPI communicator, optional
+            Default COMM_WORLD.
+        layout, replication, replicate_graph
+            As for ``spla.distribute``.
+        partition : HeteroPartition, optional
+            Place the rows of every relation by its destination type's
+            parts (``partition.part[d]``, ``p / c`` parts): process row
+            ``i`` holds the vertices of part ``i`` of every type.  Ids stay
+            the graph's, so sampling gives the same minibatches.
+
+        Returns
+        -------
+        HeteroGraph
+
+        Examples
+        --------
+        >>> from sampling.datasets.mag import mag_dataset
+        >>> D = mag_dataset(4).distribute()                  # on one rank
+        >>> type(D.relation("writes")).__name__, D.relation("writes").shape
+        ('DistMatrix', (16, 16))
+        """
+        import spla
+        from spla.partition import Partition
+        func = "HeteroGraph.distribute"
+        if partition is not None and not isinstance(partition, HeteroPartition):
+            fail(DTypeError, func, "partition", "a HeteroPartition (HeteroGraph.partition) or "
+                 "None", describe(partition))
+        by_type = {} if partition is None else {
+            t: Partition(partition.part[t], partition.parts, method="hetero")
+            for t in self.num_nodes}
+        rel = {key: spla.distribute(A, comm, layout=layout, replication=replication,
+                                    replicate_graph=replicate_graph,
+                                    partition=by_type.get(key[2]))
+               for key, A in self.relations.items()}
+        return self._with(rel)
+
     def _balance_columns(self, off, total):
         """One indicator column per vertex type, then the training vertices."""
         W = np.zeros((total, len(off) + 1), np.int64)

@@ -50,9 +50,9 @@ class TypeRows:
         Row blocks (``p / c``).
     block : int
         The block held here.
-    part : 1-D int array of length n, optional
-        The part of every vertex (a ``HeteroPartition.part[t]``); default:
-        contiguous ``chunk`` blocks.
+    part : 1-D int array of length n, or spla.partition.Partition, optional
+        The part of every vertex (a ``HeteroPartition.part[t]``), in
+        ``parts`` parts; default: contiguous ``chunk`` blocks.
 
     Examples
     --------
@@ -70,7 +70,7 @@ class TypeRows:
             self.bounds = chunk_bounds(self.num_nodes, parts)
         else:
             from spla.partition import Partition
-            P = Partition(part, parts)
+            P = part if isinstance(part, Partition) else Partition(part, parts)
             self.bounds, self.perm, self.inverse = P.bounds, P.perm, P.inverse
         self.start, self.stop = int(self.bounds[block]), int(self.bounds[block + 1])
         pick = slice(self.start, self.stop) if self.perm is None else \
@@ -137,10 +137,14 @@ class HeteroFeatureStore:
     replication : int, default 1
         ``c``: the ranks per process row, which hold the same blocks (a
         1.5D layout's replication); it must divide the ranks.
-    partition : HeteroPartition, optional
+    partition : HeteroPartition, or dict of str -> spla.partition.Partition, optional
         Place the rows by ``partition.part[t]`` in ``p / c`` parts (part
-        ``i`` on process row ``i``) instead of contiguous blocks.  Ids
-        stay the graph's: ``fetch`` returns the same rows either way.
+        ``i`` on process row ``i``) instead of contiguous blocks; a dict
+        gives a ``Partition`` per type (types left out: contiguous
+        blocks), e.g. the ``partition`` of a relation distributed with
+        ``HeteroGraph.distribute(partition=)`` whose destination is the
+        type.  Ids stay the graph's: ``fetch`` returns the same rows
+        either way.
     agree : bool, default True
         Check with one collective message that every rank passes the same
         types, shapes, replication and partition (a mismatch would answer
@@ -434,19 +438,31 @@ def _check_partition(func, partition, arrays, parts):
     """``{type: part array}`` of a ``HeteroPartition`` (``{}`` for None), checked."""
     if partition is None:
         return {}
+    from spla.partition import Partition
     from sampling.datasets.hetero import HeteroPartition
-    if not isinstance(partition, HeteroPartition):
-        fail(DTypeError, func, "partition", "a HeteroPartition (HeteroGraph.partition) or None",
-             describe(partition))
-    if partition.parts != parts:
-        fail(LayoutError, func, "partition", f"a partition in p / c = {parts} parts",
-             f"{partition.parts} parts")
+    if isinstance(partition, HeteroPartition):
+        by_type = partition.part
+        given = {t: partition.parts for t in partition.part}
+    elif isinstance(partition, dict) and all(isinstance(P, Partition)
+                                             for P in partition.values()):
+        by_type = {t: P for t, P in partition.items() if t in arrays}
+        given = {t: P.parts for t, P in by_type.items()}
+    else:
+        fail(DTypeError, func, "partition", "a HeteroPartition (HeteroGraph.partition), a "
+             "dict of type -> spla.partition.Partition, or None", describe(partition))
+    for t, count in given.items():
+        if count != parts:
+            fail(LayoutError, func, "partition", f"a partition in p / c = {parts} parts",
+                 f"{count} parts for type {t!r}")
     for t, X in arrays.items():
-        got = partition.part.get(t)
-        if got is None or got.shape[0] != X.shape[0]:
+        if isinstance(partition, dict) and t not in by_type:
+            continue
+        got = by_type.get(t)
+        n = None if got is None else (got.n if isinstance(got, Partition) else got.shape[0])
+        if n != X.shape[0]:
             fail(DimensionMismatch, func, "partition", f"parts of the {X.shape[0]} vertices of "
-                 f"type {t!r}", "none" if got is None else f"{got.shape[0]} vertices")
-    return {t: partition.part[t] for t in arrays}
+                 f"type {t!r}", "none" if got is None else f"{n} vertices")
+    return {t: by_type[t] for t in arrays if t in by_type}
 
 
 __all__ = ["HeteroFeatureStore", "HeteroRequest", "TypeRows", "OP"]

@@ -157,9 +157,13 @@ def _features(func, G, features):
         isinstance(A, DistMatrix) for A in G.relations.values()) else None
     if features is None and F and comm is not None and comm.Get_size() > 1:
         c = first.layout.c
+        # A type's rows go where the relations into it keep theirs.
+        placed = {key[2]: A.partition for key, A in G.relations.items()
+                  if A.partition is not None and not A.layout.replicated}
         # Every rank holds the same graph: no agreement message (this runs
         # inside the loader's argument checks, where no rank may send).
-        return HeteroFeatureStore(F, comm=comm, replication=c, agree=False)
+        return HeteroFeatureStore(F, comm=comm, replication=c, partition=placed or None,
+                                  agree=False)
     return F
 
 

@@ -6,7 +6,10 @@
 the labelled vertex type's (``NodeLoader`` with ``(type, ids)`` seeds: the
 same epoch loop, bulks, prefetch and ranks as a homogeneous run), and the
 model is ``sampling.models.RGCN``.  Under MPI every relation is distributed
-(``spla.distribute``, replicated or 1.5D-partitioned by destination rows),
+(``HeteroGraph.distribute``: replicated, or 1.5D-partitioned by destination
+rows in contiguous blocks; ``--partition metis|hash`` is refused: relations
+between two types are not square and ``spla.distribute(partition=)`` places
+square matrices only),
 the loaders fetch features from per-type stores (``HeteroFeatureStore``:
 a rank holds its row block of every type, a bulk's rows of every type
 come in one exchange; the epoch table's features column counts its bytes)
@@ -55,6 +58,10 @@ def check_hetero_options(opts, sampler, model):
                                       "samplers have no heterogeneous form)"),
              (opts.features != "rows", "--features columns"),
              (opts.feature_cache > 0, "--feature-cache"),
+             (opts.partition != "block", f"--partition {opts.partition} (relations between "
+                                         "two vertex types are not square, and "
+                                         "spla.distribute(partition=) places square matrices "
+                                         "only)"),
              (opts.device != "cpu", "--device cuda (heterogeneous sampling runs on the CPU)"),
              (sampler is not None, "a sampler instance (the trainer builds HeteroGraphSAGE)"),
              (model is not None, "a model instance (the trainer builds RGCN)")]
@@ -79,8 +86,7 @@ def homogeneous_only(opts):
 
 def build_hetero(trainer, ds, sampler, model):
     """Set up ``trainer`` (its graph, sampler, splits, loader and model) for ``ds``."""
-    import spla
-    from sampling import HeteroGraph, HeteroGraphSAGE
+    from sampling import HeteroGraphSAGE
     from sampling.models import RGCN
     t, opts = trainer, trainer.opts
     check_hetero_options(opts, sampler, model)
@@ -88,12 +94,8 @@ def build_hetero(trainer, ds, sampler, model):
     G = ds
     if opts.graph == "partitioned" or t.size > 1:
         layout = "1.5d" if opts.replication > 1 else "1d"
-        rel = {r: spla.distribute(A, t.comm, layout=layout, replication=opts.replication,
-                                  replicate_graph=opts.graph != "partitioned")
-               for r, A in ds.relations.items()}
-        G = HeteroGraph(ds.num_nodes, rel, x=ds.x, y=ds.y, train_idx=ds.splits["train"],
-                        val_idx=ds.splits["val"], test_idx=ds.splits["test"],
-                        num_classes=ds.num_classes, name=ds.name)
+        G = ds.distribute(t.comm, layout=layout, replication=opts.replication,
+                          replicate_graph=opts.graph != "partitioned")
     t.hetero_target, t.graph, t.partition, t._split, t.columns = target, G, None, False, False
     t.sampler = HeteroGraphSAGE(G, opts.fanouts)
     t.depth = t.sampler.num_layers

@@ -153,3 +153,32 @@ def test_loader_inputs_take_a_store():
     wrong = HeteroFeatureStore({"paper": np.ones((3, 2))})
     with pytest.raises(spla.DimensionMismatch, match="store of the graph"):
         HeteroInputs("f", G, "paper", wrong, None, "cpu")
+
+
+def test_a_partition_per_type():
+    from spla.partition import Partition
+    X = {"a": np.arange(12.0).reshape(6, 2), "b": np.arange(3.0).reshape(3, 1)}
+    placed = {"a": Partition([1, 0, 1, 0, 1, 1], 2)}          # "b": contiguous blocks
+    stores = [HeteroFeatureStore(X, comm=RankOf(r, 2), partition=placed, agree=False)
+              for r in range(2)]
+    assert stores[0].row_ids("a").tolist() == [1, 3] and stores[0].row_ids("b").tolist() == [0, 1]
+    ids = [{"a": np.array([5, 1, 0]), "b": np.array([2])}, {"a": np.array([3]), "b": np.array([0])}]
+    for mine, want in zip(_exchange(stores, ids), ids):
+        for t, a in want.items():
+            assert np.array_equal(mine[t], X[t][a].astype(np.float32))
+    with pytest.raises(spla.LayoutError, match="2 parts"):
+        HeteroFeatureStore(X, comm=RankOf(0, 4), partition=placed, agree=False)
+    with pytest.raises(spla.DimensionMismatch, match="type 'a'"):
+        HeteroFeatureStore(X, comm=RankOf(0, 2), partition={"a": Partition([0, 1], 2)},
+                           agree=False)
+
+
+def test_distribute_keeps_every_relation_and_refuses_a_bad_partition():
+    from sampling.datasets.mag import mag_dataset
+    G = mag_dataset(4)
+    D = G.distribute()                                        # one rank
+    assert D.edge_types == G.edge_types and D.x is G.x
+    for r, A in D.relations.items():
+        assert type(A).__name__ == "DistMatrix" and A.gather().isequal(G.relations[r])
+    with pytest.raises(spla.DTypeError, match="HeteroGraph.distribute.*partition"):
+        G.distribute(partition=[0, 1])

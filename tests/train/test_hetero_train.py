@@ -43,6 +43,8 @@ def test_num_bases_shares_weights():
     (["--dataset", "mag:6", "--sampler", "ladies"], "--sampler ladies"),
     (["--dataset", "mag:6", "--features", "columns", "--graph", "partitioned"],
      "--features columns"),
+    (["--dataset", "mag:6", "--graph", "partitioned", "--partition", "hash"],
+     "--partition hash (relations between two vertex types are not square"),
     (["--dataset", "mag:6", "--model", "gcn"], "--model gcn applies to --mode bns"),
     (["--mode", "bns", "--num-bases", "2"], "--num-bases applies to --mode sampled"),
 ])
