@@ -290,6 +290,14 @@ class HeteroFeatureStore:
             A type the store does not hold (on every rank).
         DTypeError, IndexOutOfRange
             Ids that are not integers in ``[0, n_t)`` (on every rank).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = HeteroFeatureStore({"a": np.eye(3), "b": np.ones((2, 0))})
+        >>> out = s.fetch({"a": [2, 0], "b": []})
+        >>> out["a"].tolist(), out["b"].shape
+        ([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]], (0, 0))
         """
         func = "HeteroFeatureStore.fetch"
         with C.collective_checks(self.comm):
@@ -368,8 +376,19 @@ class HeteroFeatureStore:
 
         ``recv`` holds each source rank's message (``T`` counts, then the
         storage positions per type; nothing from the ranks of other process
-        columns), ``recvcounts`` their lengths.  The
-        reply to a rank is its rows of type 0, then type 1, ... (flat).
+        columns), ``recvcounts`` their lengths.  The reply to a rank is its
+        rows of type 0, then type 1, ... (flat).
+
+        Examples
+        --------
+        On one rank, a request served by this rank itself:
+
+        >>> import numpy as np
+        >>> s = HeteroFeatureStore({"a": np.arange(4.0).reshape(2, 2), "b": np.ones((3, 1))})
+        >>> req = s.plan({"a": np.array([1]), "b": np.array([2, 0])})
+        >>> reply, counts = s.serve(req.send, req.sendcounts)
+        >>> reply.tolist(), counts.tolist()            # a's row 1, then b's rows 0 and 2
+        ([2.0, 3.0, 1.0, 1.0], [4])
         """
         T = len(self.types)
         displs = np.zeros(len(recvcounts) + 1, np.int64)
@@ -395,6 +414,14 @@ class HeteroFeatureStore:
         """The rows per type from the replies ``got`` to request ``req``.
 
         Returns ``{type: float32 rows in the order of the ids asked}``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> s = HeteroFeatureStore({"a": np.arange(4.0).reshape(2, 2)})
+        >>> req = s.plan({"a": np.array([1, 0, 1])})
+        >>> s.unpack(req, s.serve(req.send, req.sendcounts)[0])["a"].tolist()
+        [[2.0, 3.0], [0.0, 1.0], [2.0, 3.0]]
         """
         T = len(self.types)
         widths = [self.rows[t].width for t in self.types]
