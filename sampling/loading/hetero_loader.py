@@ -19,7 +19,7 @@ import numpy as np
 
 from spla import backend
 from spla.checks import describe, fail
-from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
+from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
 from spla.dist import DistMatrix
 from spla.optional import require
 
@@ -144,17 +144,22 @@ class HeteroInputs:
 
 def _features(func, G, features):
     """The loader's features: a dict by type, or a ``HeteroFeatureStore``."""
+    first = next(iter(G.relations.values()))
+    comm = getattr(first, "comm", None) if all(
+        isinstance(A, DistMatrix) for A in G.relations.values()) else None
     if isinstance(features, HeteroFeatureStore):
         for t, n in features.num_nodes.items():
             if G.num_nodes.get(t) != n:
                 fail(DimensionMismatch, func, "features", f"a store of the graph's types and "
                      f"counts ({G.num_nodes})", repr(features))
+        ranks = 1 if comm is None else comm.Get_size()
+        if features.p != ranks:
+            # Its fetch is collective over its ranks: the loader's must be the same.
+            fail(LayoutError, func, "features", f"a HeteroFeatureStore over the {ranks} "
+                 "rank(s) of the sampler's relations", repr(features))
         return features
     F = {t: _rows(func, t, X, G.num_nodes[t])
          for t, X in dict(G.x if features is None else features).items()}
-    first = next(iter(G.relations.values()))
-    comm = getattr(first, "comm", None) if all(
-        isinstance(A, DistMatrix) for A in G.relations.values()) else None
     if features is None and F and comm is not None and comm.Get_size() > 1:
         c = first.layout.c
         # A type's rows go where the relations into it keep theirs.

@@ -153,6 +153,9 @@ def test_loader_inputs_take_a_store():
     wrong = HeteroFeatureStore({"paper": np.ones((3, 2))})
     with pytest.raises(spla.DimensionMismatch, match="store of the graph"):
         HeteroInputs("f", G, "paper", wrong, None, "cpu")
+    elsewhere = HeteroFeatureStore(G.x, comm=RankOf(0, 2), agree=False)
+    with pytest.raises(spla.LayoutError, match="over the 1 rank"):
+        HeteroInputs("f", G, "paper", elsewhere, None, "cpu")   # a local sampler
 
 
 def test_a_partition_per_type():
