@@ -46,6 +46,17 @@ class RelationStack:
     num_relations : int
         The graph's relation count.
 
+    Raises
+    ------
+    DTypeError
+        ``mats`` not a list of ``spla.Matrix``.
+    DimensionMismatch
+        Matrices of different column counts, ``relation_ids`` of another
+        length.
+    InvalidValue
+        Matrices on different devices, a relation id outside
+        ``[0, num_relations)``.
+
     Notes
     -----
     The fused CPU path keeps one stacked copy of the matrices' patterns
@@ -150,6 +161,25 @@ class RelationStack:
             Every minibatch's columns (``first`` of it, then the new ones
             in order of first appearance), minibatch after minibatch.
         src_ptr : host int64 array, shape (G + 1,)
+
+        Raises
+        ------
+        DimensionMismatch
+            ``frontiers``, ``ks`` or ``group_ids`` of the wrong length, a
+            group pointer of another group count than ``first_ptr``.
+        InvalidValue
+            A count below -1, a seed or stream out of range.
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> from spla.relation_hops import RelationStack
+        >>> A = spla.Matrix.from_coo([0, 0, 0], [0, 1, 2], shape=(1, 3))
+        >>> blocks, src, src_ptr = RelationStack([A], [0], 1).sample_hop(
+        ...     [(np.array([0]), np.array([0, 1]))], [2], np.array([], np.int64),
+        ...     np.array([0, 0]), seed=3, stream=0)
+        >>> blocks[0][0].nnz, src.size, src_ptr.tolist()    # 2 of the row's 3 entries
+        (2, 2, [0, 2])
         """
         func = "RelationStack.sample_hop"
         J = len(self.mats)
