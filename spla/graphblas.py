@@ -14,7 +14,6 @@ import sys
 import numpy as np
 
 from spla import backend
-from spla.arrays import narrow_indices
 from spla.checks import as_index_array, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.mask import (check_write, entries, finish, member, merge, ones_if_none, positions,
@@ -22,7 +21,8 @@ from spla.mask import (check_write, entries, finish, member, merge, ones_if_none
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 from spla.operators import as_binary
-from spla.product import cast, generic_product, masked_kernels, prepare, reduce_runs
+from spla.product import (cast, fold_all, generic_product, masked_kernels, prepare,
+                          transpose_pattern, transposed_values)
 from spla.semiring import as_monoid, as_semiring, plus_times
 from spla.vector import Vector
 
@@ -49,50 +49,21 @@ def _allow(xp, mask, n):
     return ~allow if mask.complement else allow
 
 
-def transpose_pattern(A):
-    """(indptr, indices, order) of Aᵀ, where entry t of Aᵀ is entry order[t] of A.
-
-    Cached on the matrix (it is immutable): a BFS or an iterative method
-    pulls through it at every step, with whatever values the step needs.
-    """
-    t = A._cache.get("transpose_pattern")
-    if t is None:
-        from spla.product import _transpose_arrays
-        xp = A.xp
-        ptr, idx, order = _transpose_arrays(xp, A, xp.arange(A.nnz, dtype=np.int64), True)
-        t = A._cache["transpose_pattern"] = (ptr, narrow_indices(idx, A.nrows), order)
-    return t
-
-
-def _transposed_values(A, vals, dt):
-    """``vals`` (one per entry of A) in Aᵀ's entry order, cast to ``dt``.
-
-    One slot cached on the matrix, keyed by the identity of the source
-    array: A's own values and its cached row ids are the same objects at
-    every call, so an iterative method gathers them once, not per step.
-    """
-    xp = A.xp
-    if vals is None:
-        return xp.zeros(0, dt), False
-    hit = A._cache.get("transpose_values")
-    if hit is not None and hit[0] is vals and hit[1] == dt:
-        return hit[2], True
-    out = vals[transpose_pattern(A)[2]].astype(dt, copy=False)
-    A._cache["transpose_values"] = (vals, dt, out)
-    return out, True
-
-
 #: ``vxm`` pushes from u's entries while their rows hold under 1 / PUSH_SHARE
 #: of A's entries, and pulls along Aᵀ's rows otherwise (direction-optimising,
 #: as a BFS needs: a small frontier's edges are few, a large frontier's
 #: unvisited outputs stop at their first hit).
 PUSH_SHARE = 16
+#: ... and always while they number under PUSH_EDGES: the serial push of that
+#: many edges costs less than the pull's parallel region and its dense
+#: per-row arrays (a small graph's every BFS level).
+PUSH_EDGES = 1 << 16
 
 
 def _push_wins(A, u):
     ids = u.indices
     edges = int((A.indptr[ids + 1] - A.indptr[ids]).sum())
-    return edges * PUSH_SHARE < A.nnz
+    return edges < PUSH_EDGES or edges * PUSH_SHARE < A.nnz
 
 
 def _product_vec(func, A, u, sr, mask, push):
@@ -120,11 +91,11 @@ def _product_vec(func, A, u, sr, mask, push):
         w, has = K.vxm_push(u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow,
                             n_out, sr.monoid.code, sr.mul_code, one)
     else:
-        dense = xp.zeros(u.size, cdt)
-        if uv is None:
-            dense[u.indices] = True if cdt == np.bool_ else 1
+        if u.nvals == u.size and uv is not None:  # u's values are the dense copy
+            dense = uv.astype(cdt, copy=False)
         else:
-            dense[u.indices] = uv.astype(cdt)
+            dense = xp.zeros(u.size, cdt)
+            dense[u.indices] = True if uv is None else uv.astype(cdt)
         if u.nvals == u.size:  # dense u: an empty ``present`` means all present
             present = xp.zeros(0, np.bool_)
         else:
@@ -136,14 +107,16 @@ def _product_vec(func, A, u, sr, mask, push):
             # sorted entries, so both fold the same terms in the same order:
             # the same values, whatever the thread count.
             ptr, idx, _ = transpose_pattern(A)
-            a_val, a_hv = _transposed_values(A, av, cdt)
+            a_val, a_hv = transposed_values(A, av, cdt)
         else:
             ptr, idx = A.indptr, A.indices
             a_val, a_hv = cast(xp, av, cdt)
         w, has = K.mxv_pull(ptr, idx, a_val, a_hv, dense, present, allow,
                             sr.monoid.code, sr.mul_code, one, push)
-    idx = xp.flatnonzero(has).astype(np.int64)
-    return Vector._new(idx, None if out_dt is None else w[idx], n_out), True
+    idx = xp.flatnonzero(has).astype(np.int64, copy=False)
+    if out_dt is not None and idx.size < n_out:
+        w = w[idx]  # a full result keeps the kernel's own array
+    return Vector._new(idx, None if out_dt is None else w, n_out), True
 
 
 def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):
@@ -260,18 +233,17 @@ def reduce_scalar(X, monoid="plus"):
     func = "reduce_scalar"
     if not isinstance(X, Vector):
         X = as_matrix(func, "X", X)
-    keys, vals = entries(X)
+    n = X.nvals if isinstance(X, Vector) else X.nnz
     if isinstance(monoid, str) and monoid == "count":
-        return int(keys.size)
+        return int(n)
     m = as_monoid(func, monoid)
     xp = X.xp
-    vals = xp.ones(keys.size, np.int64) if vals is None else vals
-    if keys.size == 0:
+    vals = xp.ones(n, np.int64) if X.values is None else X.values
+    if n == 0:
         if m.logical:
             return int(m.identity)
         return m.identity_for(np.int64 if X.dtype is None else X.dtype).item()
-    _, out = reduce_runs(xp, xp.zeros(keys.size, np.int64), vals, m)
-    v = backend.to_host(out)[0]
+    v = backend.to_host(fold_all(xp, vals, m))[0]
     return int(v) if m.logical else v.item()
 
 

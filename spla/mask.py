@@ -42,6 +42,10 @@ from spla.matrix import Matrix
 from spla.util import row_ids
 from spla.vector import Vector
 
+#: Cache key of a product computed only inside its mask (``spla.product``):
+#: ``finish`` then skips the membership test, and pops the mark.
+INSIDE_MASK = "inside_mask"
+
 #: Operators whose result on two structural operands is structural again.
 _PATTERN_OPS = ("pair", "any", "first", "second", "min", "max", "lor", "land")
 
@@ -277,8 +281,10 @@ def finish(func, T, mask=None, out=None, accum=None, replace=False):
 
     Arguments are assumed checked (``check_write``); see the module notes.
     """
-    if out is None and mask is None:
-        return T
+    inside = (mask is not None and isinstance(T, Matrix)
+              and T._cache.pop(INSIDE_MASK, None) is mask)
+    if out is None and (mask is None or inside):
+        return T  # nothing to merge, and nothing outside the mask to drop
     Z = T if accum is None else merge(func, out, T, accum, True)
     if mask is None:
         return Z

@@ -14,6 +14,8 @@ import numpy as np
 
 from spla import backend
 from spla.arrays import narrow_indices
+from spla.checks import index_dtype
+from spla.mask import INSIDE_MASK
 from spla.matrix import Matrix
 from spla.util import row_ids
 
@@ -86,7 +88,6 @@ def _masked_spgemm(A, B, sr, av, bv, out_dt, mask):
     xp = A.xp
     cdt = np.dtype(np.bool_) if out_dt is None else out_dt
     a_val, a_hv = cast(xp, av, cdt)
-    b_val, b_hv = cast(xp, bv, cdt)
     M = mask.parent
     if mask.structural or M.values is None:
         m_ok = xp.ones(M.nnz, np.bool_)
@@ -95,19 +96,28 @@ def _masked_spgemm(A, B, sr, av, bv, out_dt, mask):
     K = masked_kernels(A.device)
     one = xp.ones(1, cdt)
     if _dot_is_cheaper(xp, A, B, M):
-        bt_ptr, bt_idx, bt_val = _transpose_arrays(xp, B, b_val, b_hv)
+        bt_ptr, bt_idx, _ = transpose_pattern(B, order=bv is not None)
+        bt_val, b_hv = transposed_values(B, bv, cdt)
         out_val, hit = K.masked_dot(A.indptr, A.indices, a_val, a_hv, bt_ptr, bt_idx, bt_val,
                                     b_hv, M.indptr, M.indices, m_ok, sr.monoid.code,
                                     sr.mul_code, one)
     else:
+        b_val, b_hv = cast(xp, bv, cdt)
         out_val, hit = K.masked_spgemm(A.indptr, A.indices, a_val, a_hv, B.indptr, B.indices,
                                        b_val, b_hv, M.indptr, M.indices, m_ok, sr.monoid.code,
                                        sr.mul_code, one)
-    counts = xp.bincount(row_ids(M.indptr)[hit], minlength=M.nrows) if M.nnz else \
-        xp.zeros(M.nrows, np.int64)
-    ptr = xp.concatenate([xp.zeros(1, np.int64), xp.cumsum(counts).astype(np.int64)])
-    return Matrix._new(ptr, narrow_indices(M.indices[hit], B.ncols),
-                       None if out_dt is None else out_val[hit], (A.nrows, B.ncols))
+    del m_ok
+    # Row pointers from a running count of the hit slots: no per-entry row ids.
+    seen = xp.zeros(M.nnz + 1, index_dtype(M.nnz))
+    xp.cumsum(hit, out=seen[1:])
+    ptr = seen[M.indptr].astype(np.int64)
+    del seen
+    C = Matrix._new(ptr, narrow_indices(M.indices[hit], B.ncols),
+                    None if out_dt is None else out_val[hit], (A.nrows, B.ncols))
+    # Every entry lies inside the mask: ``spla.mask.finish`` may skip its
+    # membership test (it pops this mark, so C keeps no reference to it).
+    C._cache[INSIDE_MASK] = mask
+    return C
 
 
 def _dot_is_cheaper(xp, A, B, M):
@@ -115,23 +125,83 @@ def _dot_is_cheaper(xp, A, B, M):
 
     Push costs a search of the mask row per product (B's row length per
     entry of A, times the log of the mask's mean row length); dot costs at
-    most both rows' lengths per mask entry, plus a transpose of B.
+    most both rows' lengths per mask entry, plus a transpose of B (none
+    when B's transpose is already cached).
     """
     if A.nnz == 0 or M.nnz == 0:
         return False
+    # Sums over entries as dot products of per-id counts: O(n) scratch,
+    # where gathering a degree per entry would take 8 bytes per entry.
     search = max(1.0, float(np.log2(1.0 + M.nnz / max(M.nrows, 1))))
-    push = int(xp.diff(B.indptr)[A.indices].sum()) * search
-    deg_bt = xp.bincount(B.indices, minlength=B.ncols)
-    dot = int(xp.diff(A.indptr)[row_ids(M.indptr)].sum() + deg_bt[M.indices].sum())
-    return dot + 2 * B.nnz < push
+    a_cols = _col_counts(xp, A.indices, A.ncols)
+    push = int(xp.dot(a_cols, xp.diff(B.indptr))) * search
+    cached = B._cache.get("transpose_pattern")
+    deg_bt = xp.diff(cached[0]) if cached is not None else \
+        _col_counts(xp, B.indices, B.ncols)
+    m_cols = _col_counts(xp, M.indices, M.ncols)
+    dot = int(xp.dot(xp.diff(A.indptr), xp.diff(M.indptr)) + xp.dot(deg_bt, m_cols))
+    transpose = 0 if cached is not None else 2 * B.nnz
+    return dot + transpose < push
 
 
-def _transpose_arrays(xp, B, b_val, b_hv):
-    """Bᵀ in CSR (indptr, int64 indices, values) by a stable sort on columns."""
-    order = xp.argsort(B.indices, kind="stable")
-    counts = xp.bincount(B.indices, minlength=B.ncols)
-    ptr = xp.concatenate([xp.zeros(1, np.int64), xp.cumsum(counts).astype(np.int64)])
-    return ptr, row_ids(B.indptr)[order], (b_val[order] if b_hv else b_val)
+def _col_counts(xp, idx, n):
+    """Entries per column id (``bincount``), a slice at a time: bincount
+    widens its input to int64, 8 bytes per entry at once otherwise."""
+    out = xp.zeros(n, np.int64)
+    step = 1 << 20
+    for s in range(0, idx.size, step):
+        out += xp.bincount(idx[s:s + step], minlength=n)
+    return out
+
+
+def transpose_pattern(A, order=True):
+    """(indptr, indices, order) of Aᵀ, where entry t of Aᵀ is entry order[t] of A.
+
+    A counting sort (``transpose_pattern`` of the device's spmm kernels),
+    cached on the matrix, which is immutable: a BFS, an iterative method or
+    a repeated masked product reads it at every call, with whatever values
+    the call needs (``transposed_values``).  ``order=False``: the caller
+    needs no values, and a pattern made for such a call caches no order
+    (8 bytes per entry); ``order`` is then None.
+    """
+    t = A._cache.get("transpose_pattern")
+    if t is None or (order and t[2] is None):
+        trows = A.xp.empty(A.nnz, index_dtype(max(A.nrows - 1, 0)))
+        tptr, perm = backend.kernels_for(A.device).spmm.transpose_pattern(
+            A.indptr, A.indices, A.ncols, trows)
+        t = A._cache["transpose_pattern"] = (tptr, trows, perm if order else None)
+    return t
+
+
+def transposed_values(A, vals, dt):
+    """(``vals`` in Aᵀ's entry order cast to ``dt``, has_values); ``vals`` has
+    one entry per entry of A, None for a structural operand.
+
+    One slot cached on the matrix, keyed by the identity of the source
+    array (which the slot holds, so the identity cannot be reused): A's
+    own values and its cached row ids are the same objects at every call,
+    so an iterative method gathers them once, not per step.
+    """
+    xp = A.xp
+    if vals is None:
+        return xp.zeros(0, dt), False
+    hit = A._cache.get("transpose_values")
+    if hit is not None and hit[0] is vals and hit[1] == dt:
+        return hit[2], True
+    out = vals[transpose_pattern(A)[2]].astype(dt, copy=False)
+    A._cache["transpose_values"] = (vals, dt, out)
+    return out, True
+
+
+def fold_all(xp, vals, monoid):
+    """All of ``vals`` folded with a monoid, as a length-1 array (``vals``
+    non-empty): the arithmetic of ``reduce_runs`` over one run, without keys."""
+    if monoid.name == "any":
+        return vals[:1]
+    if monoid.logical:
+        vals = vals != 0
+    out = _UFUNCS[monoid.name].reduceat(backend.to_host(vals), np.zeros(1, np.int64))
+    return xp.asarray(out)
 
 
 def expand(A, B):

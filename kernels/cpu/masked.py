@@ -38,6 +38,24 @@ from kernels.semiring_ops import (ADD_ANY, add_op, dot_row, dot_slot, masked_row
                                   pull_row)
 
 
+#: Blocks of rows of ``mxv_pull`` and ``masked_spgemm``, of about equal
+#: entry counts: a graph in BFS order holds most entries in its first rows,
+#: where halves of the rows (a static split of a row loop over two threads)
+#: would leave one thread most of the work.
+ROW_BLOCKS = 64
+
+
+@numba.njit(cache=True, inline="always")
+def _entry_block_start(a_ptr, b, nblk):
+    """First row of block b of ``nblk`` blocks cut at equal shares of the entries."""
+    n = a_ptr.size - 1
+    if b == 0:
+        return 0
+    if b >= nblk:
+        return n
+    return np.searchsorted(a_ptr[:n], a_ptr[n] * b // nblk)
+
+
 def _spgemm_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
     return int(a_idx.size) * 8
 
@@ -50,9 +68,11 @@ def masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m
     out_val = np.empty(m_idx.size, one.dtype)
     hit = np.zeros(m_idx.size, np.bool_)
     onev = one[0]
-    for i in prange(n):
-        masked_row(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
-                   m_ok, add, mul, onev, out_val, hit)
+    nblk = min(n, ROW_BLOCKS)
+    for b in prange(nblk):  # blocks of about equal shares of A's entries
+        for i in range(_entry_block_start(a_ptr, b, nblk), _entry_block_start(a_ptr, b + 1, nblk)):
+            masked_row(i, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
+                       m_ok, add, mul, onev, out_val, hit)
     return out_val, hit
 
 
@@ -111,15 +131,51 @@ def _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_pt
         where[a_idx[p]] = -1
 
 
+@numba.njit(cache=True, inline="always")
+def _use_table(i, a_ptr, m_ptr):
+    return m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] - a_ptr[i] >= TABLE_ROW
+
+
+@numba.njit(cache=True, inline="always")
+def _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk):
+    """Row bounds of ``nblk`` blocks of about equal estimated work.
+
+    Equal row counts would not do: the rows of a lower triangle grow with
+    the row id, and a graph numbered in BFS order puts its dense rows
+    first, so one thread's half of the rows can hold nearly all the work.
+    A row costs its Bᵀ rows' lengths plus A's row once (table) or once per
+    slot (merge).
+    """
+    n = a_ptr.size - 1
+    cum = np.zeros(n + 1, np.int64)
+    for i in prange(n):
+        lo = m_ptr[i]
+        hi = m_ptr[i + 1]
+        t = (hi - lo) + (a_ptr[i + 1] - a_ptr[i]) * (1 if _use_table(i, a_ptr, m_ptr) else hi - lo)
+        for s in range(lo, hi):
+            j = m_idx[s]
+            t += bt_ptr[j + 1] - bt_ptr[j]
+        cum[i + 1] = t
+    for i in range(n):
+        cum[i + 1] += cum[i]
+    bounds = np.empty(nblk + 1, np.int64)
+    for b in range(nblk + 1):
+        bounds[b] = np.searchsorted(cum, cum[n] * b // max(nblk, 1))
+    bounds[0] = 0
+    bounds[nblk] = n
+    return bounds
+
+
 @parallel_kernel(_dot_work)
 def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
                add, mul, one):
     """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products.
 
     Rows with two or more mask slots and ``TABLE_ROW`` entries or more go
-    through a position table of A's row (``_table_row``), one table per
-    block of rows (scratch of the size of the k range, ``DOT_BLOCKS`` at
-    most); others merge or search (``dot_row``).
+    through a position table of A's row (``_table_row``); others merge or
+    search (``dot_row``).  The rows are cut into ``DOT_BLOCKS`` blocks of
+    about equal work (``_dot_blocks``); a block makes one table, of the
+    size of the k range, when it first needs one.
     """
     n = a_ptr.size - 1
     out_val = np.empty(m_idx.size, one.dtype)
@@ -131,10 +187,15 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
     if bt_idx.size:
         nk = max(nk, bt_idx.max() + 1)
     nblk = min(n, DOT_BLOCKS)
+    bounds = _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk)
     for b in prange(nblk):
-        where = np.full(nk, -1, np.int32)  # offsets in A's row: half an int64 table's cache
-        for i in range(b * n // nblk, (b + 1) * n // nblk):
-            if m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] - a_ptr[i] >= TABLE_ROW:
+        # Offsets in A's row (int32: half an int64 table's cache), made when
+        # the block first meets a long row: short-row blocks never pay for it.
+        where = np.empty(0, np.int32)
+        for i in range(bounds[b], bounds[b + 1]):
+            if _use_table(i, a_ptr, m_ptr):
+                if where.size == 0:
+                    where = np.full(nk, -1, np.int32)
                 _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr,
                            m_idx, m_ok, add, mul, onev, out_val, hit, where)
             else:
@@ -154,10 +215,12 @@ def mxv_pull(a_ptr, a_idx, a_val, a_hv, u_val, u_has, allow, add, mul, one, flip
     w_has = np.zeros(n, np.bool_)
     onev = one[0]
     everything = allow.size == 0
-    for i in prange(n):
-        if everything or allow[i]:
-            pull_row(i, a_ptr, a_idx, a_val, a_hv, u_val, u_has, add, mul, onev, flip,
-                     w, w_has)
+    nblk = min(n, ROW_BLOCKS)
+    for b in prange(nblk):
+        for i in range(_entry_block_start(a_ptr, b, nblk), _entry_block_start(a_ptr, b + 1, nblk)):
+            if everything or allow[i]:
+                pull_row(i, a_ptr, a_idx, a_val, a_hv, u_val, u_has, add, mul, onev, flip,
+                         w, w_has)
     return w, w_has
 
 

@@ -307,12 +307,14 @@ def test_vxm_push_and_pull_match_plain_python(seed, name, mask_kind, u_kind):
     want = ref_vxm(u, D, *PULL_REFS[name], allowed)
     sr = getattr(semiring, name)
     got = []
-    for share in (0, 10**9):  # 0: always push; huge: always pull
-        old, G.PUSH_SHARE = G.PUSH_SHARE, share
+    # (0, huge): always push; (huge, 0): always pull
+    for share, edges in ((0, 10**9), (10**9, 0)):
+        old = G.PUSH_SHARE, G.PUSH_EDGES
+        G.PUSH_SHARE, G.PUSH_EDGES = share, edges
         try:
             z = spla.vxm(u, A, sr, mask=mask)
         finally:
-            G.PUSH_SHARE = old
+            G.PUSH_SHARE, G.PUSH_EDGES = old
         got.append({int(j): (1 if z.values is None else z.values[t].item())
                     for t, j in enumerate(z.indices)})
     for g in got:
@@ -365,3 +367,68 @@ def test_masked_dot_position_tables_across_rows(seed):
     want = {p: v for p, v in as_dict(Matrix.from_scipy(full.multiply(Mk > 0).tocsr()))
             .items() if v != 0}
     assert as_dict(got) == want
+
+
+def test_masked_dot_blocks_share_the_work():
+    """``_dot_blocks`` cuts the rows into blocks of about equal estimated work,
+    also when the work sits in a few rows (dense rows first, as in BFS order),
+    where blocks of equal row counts would leave one block nearly all of it."""
+    from kernels.cpu.masked import TABLE_ROW, _dot_blocks
+    rs = np.random.RandomState(0)
+    n, nblk = 400, 4
+    p = np.where(np.arange(n) < 60, 0.9, 0.02)[:, None]
+    Ls = sp.csr_matrix(np.tril(rs.rand(n, n) < p, -1).astype(np.float64))
+    a_ptr, a_idx = Ls.indptr.astype(np.int64), Ls.indices
+    bt_ptr = a_ptr  # B = Lᵀ: Bᵀ's rows are L's
+    work = []
+    for i in range(n):  # plain Python: the estimate the docstring gives
+        slots = a_idx[a_ptr[i]:a_ptr[i + 1]]
+        a_len = int(a_ptr[i + 1] - a_ptr[i])
+        table = slots.size >= 2 and a_len >= TABLE_ROW
+        work.append(slots.size + a_len * (1 if table else slots.size)
+                    + sum(int(bt_ptr[j + 1] - bt_ptr[j]) for j in slots))
+    work = np.array(work)
+    bounds = _dot_blocks.py_func(a_ptr, bt_ptr, a_ptr, a_idx, nblk)
+    assert bounds[0] == 0 and bounds[-1] == n and np.all(np.diff(bounds) >= 0)
+    share = [work[bounds[b]:bounds[b + 1]].sum() for b in range(nblk)]
+    assert max(share) <= work.sum() / nblk + work.max()
+    # the test has teeth: blocks of equal row counts fail the same bound
+    assert work[:n // nblk].sum() > work.sum() / nblk + work.max()
+
+
+def test_masked_dot_cached_transpose_across_calls():
+    """Repeated masked products with one right operand reuse its cached
+    transpose: a structural call caches no order, a later call with values
+    makes it; results equal scipy's each time, and the result keeps no mark
+    of the mask (``spla.mask.finish`` pops it)."""
+    from spla import product
+    rs = np.random.RandomState(3)
+    n = 40
+    D = (rs.rand(n, n) < 0.2) * rs.randint(1, 5, size=(n, n)).astype(np.float64)
+    Mk = sp.csr_matrix((rs.rand(n, n) < 0.4) * 1.0)
+    A, M = Matrix.from_dense(D), Matrix.from_scipy(Mk)
+    B = A.T
+    full = (sp.csr_matrix(D) @ sp.csr_matrix(D).T).multiply(Mk > 0).tocsr()
+    values = {k: v for k, v in as_dict(Matrix.from_scipy(full)).items() if v != 0}
+    counts = _pair_counts(D, Mk)
+    orig = product._dot_is_cheaper
+    product._dot_is_cheaper = lambda xp, A, B, M: True
+    try:
+        for sr, want in ((semiring.plus_pair, counts), (semiring.plus_times, values),
+                         (semiring.plus_pair, counts), (semiring.plus_times, values)):
+            C = spla.mxm(A, B, sr, mask=M.S)
+            assert {k: v for k, v in as_dict(C).items() if v != 0} == want
+            assert "inside_mask" not in C._cache
+            if sr is semiring.plus_pair and "transpose_values" not in B._cache:
+                assert B._cache["transpose_pattern"][2] is None
+    finally:
+        product._dot_is_cheaper = orig
+    assert spla.reduce_scalar(spla.mxm(A, B, semiring.plus_pair, mask=M.S)) == \
+        sum(counts.values())
+
+
+def _pair_counts(D, Mk):
+    """plus_pair of D Dᵀ inside Mk's pattern: shared nonzero columns of rows i, j."""
+    P = (D != 0).astype(np.int64)
+    cnt = P @ P.T
+    return {(int(i), int(j)): int(cnt[i, j]) for i, j in zip(*Mk.nonzero()) if cnt[i, j]}
