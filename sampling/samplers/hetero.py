@@ -15,7 +15,11 @@ then the new vertices in order of first appearance, once per minibatch.
 A draw is keyed by (seed, epoch, layer) through the stream and by
 (minibatch, relation, vertex) through the row id, so a minibatch is the
 same sampled alone or in any bulk.  With one vertex type and one relation
-the blocks are exactly ``GraphSAGE``'s.
+the blocks are exactly ``GraphSAGE``'s.  On local relations a source type's
+hop is one ``spla.relation_hops.RelationStack.sample_hop`` (one fused
+kernel on the CPU for uniform draws without replacement, the composition
+above otherwise); distributed relations run the composition here, their
+rows fetched per hop.
 """
 
 from dataclasses import dataclass, field
