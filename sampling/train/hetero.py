@@ -7,9 +7,8 @@ the labelled vertex type's (``NodeLoader`` with ``(type, ids)`` seeds: the
 same epoch loop, bulks, prefetch and ranks as a homogeneous run), and the
 model is ``sampling.models.RGCN``.  Under MPI every relation is distributed
 (``HeteroGraph.distribute``: replicated, or 1.5D-partitioned by destination
-rows in contiguous blocks; ``--partition metis|hash`` is refused: relations
-between two types are not square and ``spla.distribute(partition=)`` places
-square matrices only),
+rows in contiguous blocks, or by ``HeteroGraph.partition``'s parts of each
+destination type with ``--partition metis|hash``),
 the loaders fetch features from per-type stores (``HeteroFeatureStore``:
 a rank holds its row block of every type, a bulk's rows of every type
 come in one exchange; the epoch table's features column counts its bytes)
@@ -58,10 +57,6 @@ def check_hetero_options(opts, sampler, model):
                                       "samplers have no heterogeneous form)"),
              (opts.features != "rows", "--features columns"),
              (opts.feature_cache > 0, "--feature-cache"),
-             (opts.partition != "block", f"--partition {opts.partition} (relations between "
-                                         "two vertex types are not square, and "
-                                         "spla.distribute(partition=) places square matrices "
-                                         "only)"),
              (opts.device != "cpu", "--device cuda (heterogeneous sampling runs on the CPU)"),
              (sampler is not None, "a sampler instance (the trainer builds HeteroGraphSAGE)"),
              (model is not None, "a model instance (the trainer builds RGCN)")]
@@ -94,8 +89,15 @@ def build_hetero(trainer, ds, sampler, model):
     G = ds
     if opts.graph == "partitioned" or t.size > 1:
         layout = "1.5d" if opts.replication > 1 else "1d"
+        # --partition metis|hash: every relation's rows placed by its destination
+        # type's parts (HeteroGraph.partition balances every type and the
+        # training vertices); ids stay the graph's, so the minibatches do not change.
+        parts = None
+        if opts.graph == "partitioned" and opts.partition != "block":
+            parts = ds.partition(t.size // opts.replication, seed=opts.seed,
+                                 method=opts.partition)
         G = ds.distribute(t.comm, layout=layout, replication=opts.replication,
-                          replicate_graph=opts.graph != "partitioned")
+                          replicate_graph=opts.graph != "partitioned", partition=parts)
     t.hetero_target, t.graph, t.partition, t._split, t.columns = target, G, None, False, False
     t.sampler = HeteroGraphSAGE(G, opts.fanouts)
     t.depth = t.sampler.num_layers

@@ -79,12 +79,12 @@ def partitioned(func, comm, L, partition, n, m):
     """
     with C.collective_checks(comm):
         if partition is not None:
-            if n != m:
-                fail(DimensionMismatch, func, "A", "a square matrix to renumber with "
-                     "'partition'", f"shape {(n, m)}")
+            # The partition places rows only (columns keep their ids), so a
+            # rectangular matrix, a relation between two vertex types, is
+            # placed by a partition of its row type.
             if partition.n != n:
                 fail(DimensionMismatch, func, "partition",
-                     f"a Partition of the matrix's {n} vertices", f"one of {partition.n}")
+                     f"a Partition of the matrix's {n} rows", f"one of {partition.n}")
             if not L.replicated and partition.parts != L.grid_rows:
                 fail(LayoutError, func, "partition",
                      f"a Partition in p/c = {L.grid_rows} parts (one per process row)",

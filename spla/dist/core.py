@@ -387,7 +387,9 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False, 
         Every rank holds the whole matrix (the graph-replicated mode:
         sampling then needs no communication).
     partition : spla.partition.Partition, optional
-        Place the rows by parts (square ``A``): process row ``i`` holds the
+        Place the rows by parts (a partition of A's rows; columns keep their
+        ids, so a rectangular ``A`` is placed by a partition of its row
+        vertices): process row ``i`` holds the
         rows of the vertices of part ``i`` (``D.row_ids``) instead of a
         contiguous block of ids.  Storage follows the partition's
         renumbering (``partition.to_new``), but every id in and out stays
@@ -418,7 +420,7 @@ def distribute(A, comm=None, layout="1d", replication=1, replicate_graph=False, 
         ``replicate_graph`` not a bool (on some rank).
     DimensionMismatch
         On every rank: rank 0 passed no matrix; a partition of another
-        number of vertices, or of a matrix that is not square.
+        number of vertices than A has rows.
 
     Examples
     --------

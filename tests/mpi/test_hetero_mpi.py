@@ -177,15 +177,6 @@ def test_node_loader_fetches_a_bulk_of_every_type_at_once(comm, monkeypatch):
             assert torch.equal(x, torch.from_numpy(G.x[t][m.input_nodes[t]]))
 
 
-# spla.distribute(partition=) refuses non-square matrices (spla/dist/checks.py,
-# ``partitioned``), which every relation between two types is: strict, so the test
-# reports XPASS, and fails, once spla places the rows of any matrix by a partition.
-NEEDS_NON_SQUARE_PARTITION = pytest.mark.xfail(
-    strict=True, raises=spla.DimensionMismatch,
-    reason="spla.distribute(partition=) takes square matrices only")
-
-
-@NEEDS_NON_SQUARE_PARTITION
 def test_relations_placed_by_destination_partition(comm):
     torch = pytest.importorskip("torch")
     import numpy as np

@@ -130,7 +130,7 @@ def test_a_bad_partition_on_one_rank_raises_on_every_rank(comm, cora):
     if comm.rank == p - 1:
         P = random_partition(A.nrows + 1, p, 1)
     with pytest.raises(spla.DimensionMismatch, match="'partition' must be a Partition of the "
-                                                     f"matrix's {A.nrows} vertices"):
+                                                     f"matrix's {A.nrows} rows"):
         spla.distribute(A, comm, partition=P)
     bad = Partition(np.zeros(A.nrows, np.int64), p + 1)
     with pytest.raises(spla.LayoutError, match=f"in p/c = {p} parts"):

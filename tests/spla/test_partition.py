@@ -597,20 +597,32 @@ def test_distribute_with_a_partition_on_one_process():
     np.testing.assert_array_equal(R.row_ids, np.arange(A.nrows))
 
 
+def test_distribute_places_a_rectangular_matrix_by_its_rows():
+    # A relation between two vertex types: rows placed by a partition of the
+    # row type, columns left as they are.
+    B = spla.Matrix.from_coo([0, 2, 3, 3], [4, 0, 1, 6], [1.0, 2.0, 3.0, 4.0], shape=(4, 7))
+    P = Partition([0, 0, 0, 0], 1)
+    D = spla.distribute(B, partition=P)
+    assert D.shape == (4, 7) and D.partition is P
+    assert D.gather().isequal(B)
+    np.testing.assert_array_equal(D.row_ids, P.perm)
+
+
 def test_distribute_partition_errors():
     A = spla.Matrix.from_dense(np.ones((4, 4)))
     with pytest.raises(spla.DTypeError, match="^distribute: argument 'partition' must be a "
                                               "spla.partition.Partition or None"):
         spla.distribute(A, partition=np.zeros(4, np.int64))
     with pytest.raises(spla.DimensionMismatch, match="'partition' must be a Partition of the "
-                                                     "matrix's 4 vertices; got one of 5"):
+                                                     "matrix's 4 rows; got one of 5"):
         spla.distribute(A, partition=Partition(np.zeros(5, np.int64), 1))
     with pytest.raises(spla.LayoutError, match=r"'partition' must be a Partition in p/c = 1 "
                                                r"parts \(one per process row\); got 2 parts"):
         spla.distribute(A, partition=Partition([0, 0, 1, 1], 2))
-    with pytest.raises(spla.DimensionMismatch, match="'A' must be a square matrix to renumber"):
+    with pytest.raises(spla.DimensionMismatch, match="'partition' must be a Partition of the "
+                                                     "matrix's 4 rows; got one of 5"):
         spla.distribute(spla.Matrix.from_dense(np.ones((4, 5))),
-                        partition=Partition(np.zeros(4, np.int64), 1))
+                        partition=Partition(np.zeros(5, np.int64), 1))
     with pytest.raises(spla.LayoutError, match="^DistMatrix.from_local: argument 'partition'"):
         spla.DistMatrix.from_local(A, (4, 4), partition=Partition([0, 0, 1, 1], 2))
 
