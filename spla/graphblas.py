@@ -16,8 +16,8 @@ import numpy as np
 from spla import backend
 from spla.checks import as_index_array, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
-from spla.mask import (check_write, entries, finish, member, merge, ones_if_none, positions,
-                       rebuild)
+from spla.mask import (check_write, dense_flags, dense_union, entries, finish, member, merge,
+                       ones_if_none, positions, rebuild)
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 from spla.operators import as_binary
@@ -369,10 +369,17 @@ def _assign_scalar_masked(C, value, mask, replace):
     xp = C.xp
     mk = mask.true_keys()
     kc, vc = entries(C)
-    outside = xp.zeros(kc.size, np.bool_) if replace else ~member(mk, kc)
-    keys = xp.concatenate([mk, kc[outside]])
+    flags = None if replace else dense_flags(C, (mk, kc))
+    if flags is not None:
+        outside = ~flags[0][kc]
+    else:
+        outside = xp.zeros(kc.size, np.bool_) if replace else ~member(mk, kc)
     # the values' dtype as in the general path: the scalar's and C's promoted
-    vals = xp.concatenate([xp.full(mk.size, value), ones_if_none(xp, vc, kc.size)[outside]])
+    parts = ((mk, xp.full(mk.size, value)), (kc[outside], ones_if_none(xp, vc, kc.size)[outside]))
+    if flags is not None:
+        return dense_union(C, flags[0] | flags[1], parts)
+    keys = xp.concatenate([k for k, _ in parts])
+    vals = xp.concatenate([v for _, v in parts])
     order = xp.argsort(keys, kind="stable")
     return rebuild(C, keys[order], vals[order])
 

@@ -183,6 +183,33 @@ def ones_if_none(xp, vals, n):
     return xp.ones(n, np.int64) if vals is None else vals
 
 
+def dense_flags(X, keys_list):
+    """Host flag arrays of a Vector's size marking each of ``keys_list``, or
+    None where sorted-key work is the better choice (a device array, or
+    keys much sparser than the vector: flags cost its size)."""
+    if not isinstance(X, Vector) or X.xp is not np:
+        return None
+    if X.size > 8 * sum(k.size for k in keys_list) + 4096:
+        return None
+    flags = []
+    for keys in keys_list:
+        f = np.zeros(X.size, np.bool_)
+        f[keys] = True
+        flags.append(f)
+    return flags
+
+
+def dense_union(like, present, parts):
+    """A Vector shaped like ``like`` from disjoint (keys, values) parts, its
+    keys the positions set in ``present``: a scatter and a gather, no sort
+    (values promoted as ``concatenate`` promotes them)."""
+    dv = np.empty(like.size, np.result_type(*[v.dtype for _, v in parts]))
+    for k, v in parts:
+        dv[k] = v
+    keys = np.flatnonzero(present)
+    return Vector._new(keys, dv[keys], like.size)
+
+
 def merge(func, A, B, op, union, left_default=None, right_default=None):
     """A ⊕ B on matched entries (``union``: also the entries of one side).
 
@@ -194,14 +221,21 @@ def merge(func, A, B, op, union, left_default=None, right_default=None):
     kb, vb = entries(B)
     pattern = va is None and vb is None and op.name in _PATTERN_OPS
     va, vb = ones_if_none(xp, va, ka.size), ones_if_none(xp, vb, kb.size)
-    pos = locate(kb, ka)
-    hit_a = pos >= 0
+    flags = dense_flags(A, (ka, kb))
+    if flags is not None:  # a vector's membership by flags: both key sets sorted
+        hit_a, hit_b = flags[1][ka], flags[0][kb]
+        vb_both = vb[hit_b]
+    else:
+        pos = locate(kb, ka)
+        hit_a = pos >= 0
+        vb_both = vb[pos[hit_a]]
     k_both = ka[hit_a]
     i, j = positions(A, k_both)
-    v_both = op(va[hit_a], vb[pos[hit_a]], i, j, func=func)
+    v_both = op(va[hit_a], vb_both, i, j, func=func)
     if not union:
         return rebuild(A, k_both, None if pattern else v_both)
-    hit_b = member(ka, kb)
+    if flags is None:
+        hit_b = member(ka, kb)
     ka1, va1 = ka[~hit_a], va[~hit_a]
     kb1, vb1 = kb[~hit_b], vb[~hit_b]
     if left_default is not None:
@@ -209,6 +243,9 @@ def merge(func, A, B, op, union, left_default=None, right_default=None):
         va1 = op(va1, xp.full(ka1.size, right_default, vb.dtype), i, j, func=func)
         i, j = positions(A, kb1)
         vb1 = op(xp.full(kb1.size, left_default, va.dtype), vb1, i, j, func=func)
+    if flags is not None:
+        out = dense_union(A, flags[0] | flags[1], ((k_both, v_both), (ka1, va1), (kb1, vb1)))
+        return Vector._new(out.indices, None, A.size) if pattern else out
     keys = xp.concatenate([k_both, ka1, kb1])
     vals = xp.concatenate([v_both, va1, vb1])
     order = xp.argsort(keys, kind="stable")

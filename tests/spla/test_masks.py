@@ -273,3 +273,38 @@ def test_assign_scalar_whole_vector_masked(seed, kind, replace, value, structura
     assert dict(zip(got.indices.tolist(), got.values.tolist())) == want
     general = spla.assign(C, value, np.arange(n), mask=mask, replace=replace)
     assert got.isequal(general) and got.values.dtype == general.values.dtype
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from([60, 10**6]), st.lists(st.integers(0, 59), unique=True, max_size=30),
+       st.lists(st.integers(0, 59), unique=True, max_size=30), st.booleans())
+def test_vector_merge_flags_and_sorted_keys_agree(size, ka, kb, structural):
+    """Vector merges run on dense flags when the entries are not much sparser
+    than the vector (size 60) and on sorted keys otherwise (size 10**6, the
+    same entries spread out): both give the plain-Python union/intersection,
+    and the masked scalar assign (a BFS level update) likewise."""
+    stretch = 1 if size == 60 else 16661
+    ka = sorted(k * stretch for k in ka)
+    kb = sorted(k * stretch for k in kb)
+    va = {k: float(k % 7) + 0.5 for k in ka}
+    vb = {k: float(k % 5) - 1.0 for k in kb}
+    u = Vector.from_coo(ka, None if structural else [va[k] for k in ka], size=size)
+    v = Vector.from_coo(kb, [vb[k] for k in kb], size=size)
+    if structural:
+        va = {k: 1 for k in ka}
+
+    def as_map(w):
+        return {int(k): (1 if w.values is None else w.values[t].item())
+                for t, k in enumerate(w.indices)}
+
+    add = {k: va.get(k, 0) + vb.get(k, 0) if k in va and k in vb else va.get(k, vb.get(k))
+           for k in set(va) | set(vb)}
+    assert as_map(spla.ewise_add(u, v, binary.plus)) == add
+    assert as_map(spla.ewise_mult(u, v, binary.minus)) == {k: va[k] - vb[k]
+                                                           for k in set(va) & set(vb)}
+    union = {k: va.get(k, 2.0) * vb.get(k, 3.0) for k in set(va) | set(vb)}
+    assert as_map(spla.ewise_union(u, v, binary.times, 2.0, 3.0)) == union
+    want = {k: x for k, x in va.items() if k not in vb} | {k: 9.0 for k in vb}
+    got = spla.assign(u, 9.0, mask=v.S)
+    assert as_map(got) == want
+    assert got.indices.tolist() == sorted(want)
