@@ -15,6 +15,9 @@ it must be set before that: this module is imported before any kernel runs.
 See docs/design.rst ("Threads") for the measurements; set
 ``OMP_WAIT_POLICY=ACTIVE`` to get the spinning back.
 
+Importing it also makes numba's on-disk cache safe for processes that
+compile side by side (``kernels.cache_lock``: MPI ranks, test workers).
+
 It also keeps freed memory in the process for the next call's arrays
 (``kernels.allocator``: glibc maps and unmaps large requests afresh, a page
 fault per 4 KiB touched); ``SPLA_MALLOC=system`` leaves the allocator alone.
@@ -23,9 +26,11 @@ fault per 4 KiB touched); ``SPLA_MALLOC=system`` leaves the allocator alone.
 import os
 
 from kernels import allocator as _allocator
+from kernels import cache_lock as _cache_lock
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _allocator.apply_policy(os.environ)
+_cache_lock.install()
 
 
 def compiled_cache_found():
