@@ -287,10 +287,12 @@ def reduce_rowwise(A, monoid="plus"):
     ----------
     A : Matrix or MxmExpr
     monoid : Monoid or str, default 'plus'
-        ``plus``, ``times``, ``min``, ``max``, ``any`` or ``count`` (entries
-        per row, int64).  An empty row gives the monoid's identity (0 for
-        plus, +inf for min, -inf for max; the integer extremes for integer
-        values).
+        ``plus``, ``times``, ``min``, ``max``, ``any``, the logical ``lor``,
+        ``land``, ``lxor`` (0/1 results), ``count`` (entries per row,
+        int64), or a monoid made by ``Monoid.from_binary`` (a row's entries
+        folded in increasing column order, on the host; see there).  An
+        empty row gives the monoid's identity (0 for plus, +inf for min,
+        -inf for max; the integer extremes for integer values).
 
     Examples
     --------
@@ -308,10 +310,25 @@ def reduce_rowwise(A, monoid="plus"):
         return A.row_degrees()
     m = as_monoid(func, monoid)
     dt = A.dtype or np.dtype(np.int64)
+    if m.code is None:
+        return _fold_rows(func, A, m, dt)
     vals, hv = kernel_values(A, dt)
+    if m.logical and hv:  # lor / land are max / min of 0/1 operands
+        vals = (vals != 0).astype(dt)
     K = backend.kernels_for(A.device)
     ident = A.xp.asarray([m.identity_for(dt)], dtype=dt)
     return K.reduce.reduce_rows(A.indptr, vals, hv, m.code, ident, A.xp.ones(1, dt))
+
+
+def _fold_rows(func, A, m, dt):
+    """Each row folded by a monoid without a kernel code (``lxor``, user
+    monoids) in increasing column order, on the host: a dense array of dt."""
+    ptr = backend.to_host(A.indptr)
+    vals = np.ones(A.nnz, dt) if A.values is None else backend.to_host(A.values)
+    rows = np.flatnonzero(np.diff(ptr))
+    out = np.full(A.nrows, m.identity_for(dt), dt)
+    out[rows] = m.reduceat(vals, ptr[rows], func=func)
+    return A.xp.asarray(out)
 
 
 def normalize_rows(A):
@@ -346,7 +363,10 @@ def reduce_columnwise(A, monoid="plus", init=None):
     ----------
     A : Matrix or MxmExpr
     monoid : Monoid or str, default 'plus'
-        ``plus``, ``times``, ``min`` or ``max``.
+        ``plus``, ``times``, ``min``, ``max``, or a monoid made by
+        ``Monoid.from_binary`` (a column's entries folded in increasing row
+        order after ``init``, on the host; exact continuation then holds up
+        to the operator's rounding, see there).
     init : 1-D array of length ``ncols``, optional
         Running values to continue from (e.g. the result over the rows
         above, computed elsewhere); default: the monoid's identity.  Because
@@ -372,19 +392,24 @@ def reduce_columnwise(A, monoid="plus", init=None):
     """
     func = "reduce_columnwise"
     A = as_matrix(func, "A", A)
-    if isinstance(monoid, Monoid):
+    user = isinstance(monoid, Monoid) and monoid.op is not None
+    if isinstance(monoid, Monoid) and not user:
         monoid = monoid.name
-    if monoid not in _COLUMN_UFUNCS:
-        fail(InvalidValue, func, "monoid", f"one of {sorted(_COLUMN_UFUNCS)}", repr(monoid))
+    if not user and (not isinstance(monoid, str) or monoid not in _COLUMN_UFUNCS):
+        fail(InvalidValue, func, "monoid", f"a user Monoid (Monoid.from_binary) or one of "
+             f"{sorted(_COLUMN_UFUNCS)}", describe(monoid))
     xp = A.xp
     vals = _values_or_ones(A)
-    m = as_monoid(func, monoid)
+    m = monoid if user else as_monoid(func, monoid)
     if init is None:
         acc = xp.full(A.ncols, m.identity_for(vals.dtype), vals.dtype)
     else:
         acc = xp.array(init, dtype=vals.dtype)
         if acc.shape != (A.ncols,):
             fail(DimensionMismatch, func, "init", f"a 1-D array of length {A.ncols}", describe(acc))
+    if user:
+        return xp.asarray(_fold_columns(func, A, m, backend.to_host(vals),
+                                        None if init is None else backend.to_host(acc)))
     if xp is np:
         # ufunc.at applies the entries in array order: rows ascending per column.
         _COLUMN_UFUNCS[monoid].at(acc, A.indices, vals)
@@ -392,4 +417,21 @@ def reduce_columnwise(A, monoid="plus", init=None):
         from spla.structure import transpose
         part = reduce_rowwise(transpose(A), monoid)
         acc = _COLUMN_UFUNCS[monoid](acc, part)
+    return acc
+
+
+def _fold_columns(func, A, m, vals, init):
+    """Each column folded by a user monoid in increasing row order (after
+    ``init`` where given), on the host."""
+    idx = backend.to_host(A.indices)
+    order = np.argsort(idx, kind="stable")  # rows stay ascending within a column
+    counts = np.bincount(idx, minlength=A.ncols)
+    cols = np.flatnonzero(counts)
+    part = m.reduceat(vals[order], (np.cumsum(counts) - counts)[cols], func=func)
+    acc = np.full(A.ncols, m.identity_for(vals.dtype), vals.dtype) if init is None else init
+    if init is not None and cols.size:
+        with np.errstate(all="ignore"):  # the operator's arithmetic, as the user wrote it
+            part = m.binop(init[cols], part.astype(vals.dtype, copy=False), func=func)
+    with np.errstate(all="ignore"):
+        acc[cols] = part
     return acc
