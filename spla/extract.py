@@ -1,5 +1,7 @@
 """Row and column extraction: ``A[rows, :]``, ``A[:, cols]``, ``A[rows, cols]``."""
 
+import numpy as np
+
 from spla import backend
 from spla.checks import as_index_array
 from spla.arrays import narrow_indices
@@ -103,7 +105,7 @@ def extract_cols(A, cols):
     return extract(A, cols=cols)
 
 
-def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
+def extract_blockwise(A, rows, row_ptr, cols, col_ptr, *, check=True):
     """Block-diagonal extraction: block ``g`` is ``A[rows_g, cols_g]``.
 
     ``rows_g = rows[row_ptr[g]:row_ptr[g+1]]`` and likewise for columns.
@@ -116,6 +118,11 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
     ----------
     A : Matrix or MxmExpr
     rows, row_ptr, cols, col_ptr : arrays of int
+    check : bool, default True
+        Check ``rows`` and ``cols`` (in range, columns distinct within each
+        group).  Callers whose ids spla made (a sampler's frontiers) pass
+        False: on a GPU each check is a blocking read.  Host pointers
+        (numpy) cost no read either way.
 
     Returns
     -------
@@ -139,16 +146,20 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr):
     func = "extract_blockwise"
     A = as_matrix(func, "A", A)
     xp = A.xp
-    rows = xp.asarray(as_index_array(func, "rows", rows, A.nrows))
-    cols = xp.asarray(as_index_array(func, "cols", cols, A.ncols))
-    row_ptr = _group_ptr(func, "row_ptr", row_ptr, rows.size, xp)
-    col_ptr = _group_ptr(func, "col_ptr", col_ptr, cols.size, xp)
+    if check:
+        rows = xp.asarray(as_index_array(func, "rows", rows, A.nrows))
+        cols = xp.asarray(as_index_array(func, "cols", cols, A.ncols))
+    else:
+        rows = xp.asarray(rows).astype(np.int64, copy=False)
+        cols = xp.asarray(cols).astype(np.int64, copy=False)
+    row_ptr = _group_ptr(func, "row_ptr", row_ptr, rows.size)
+    col_ptr = _group_ptr(func, "col_ptr", col_ptr, cols.size)
     if row_ptr.size != col_ptr.size:
         fail(DimensionMismatch, func, "col_ptr", f"{row_ptr.size} offsets", f"{col_ptr.size}")
     K = backend.kernels_for(A.device)
     try:
         ptr, idx, src, first_dup = K.groups.extract_groups(A.indptr, A.indices, rows, row_ptr,
-                                                           cols, col_ptr, A.ncols)
+                                                           cols, col_ptr, A.ncols, check=check)
     except KernelLimitError as e:
         fail(InvalidValue, func, e.arg, e.expected, e.got)
     if first_dup >= 0:

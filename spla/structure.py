@@ -8,7 +8,7 @@ import numpy as np
 
 from kernels.common import KernelLimitError
 from spla import backend
-from spla.checks import describe, fail
+from spla.checks import describe, fail, index_dtype
 from spla.util import indptr_from_counts, row_ids
 from spla.exceptions import DimensionMismatch, InvalidValue
 from spla.arrays import narrow_indices
@@ -18,6 +18,15 @@ from spla.mxm import as_matrix
 
 def transpose(A):
     """The transpose ``A.T`` as a new canonical matrix.
+
+    On the CPU a counting sort (the kernel that ``spla.mxm`` and
+    ``spla.vxm`` transpose with); a pattern of Aᵀ already cached on A is
+    reused.  The result carries its own transpose's pattern, which is A's
+    (its arrays, shared), in the cache that the masked ``mxm`` and the pull
+    of ``vxm`` read: ``mxm(L, L.T, semiring.plus_pair, mask=L.S)`` transposes
+    once, not twice.  For a valued matrix the cache also holds the entry
+    order (4 bytes per entry, 8 past 2**31 entries), so products that need
+    the transposed values do not sort again either.
 
     Examples
     --------
@@ -29,13 +38,38 @@ def transpose(A):
     """
     A = as_matrix("transpose", "A", A)
     xp = A.xp
-    # A stable sort by column keeps rows ascending inside each new row.
-    order = xp.argsort(A.indices, kind="stable")
-    new_idx = row_ids(A.indptr)[order]
-    counts = xp.bincount(A.indices, minlength=A.ncols) if A.nnz else xp.zeros(A.ncols, np.int64)
+    cached = A._cache.get("transpose_pattern")
+    if cached is not None and (A.values is None or cached[2] is not None):
+        ptr, rows, order = cached  # entry t of Aᵀ is entry order[t] of A
+    elif A.device == "cpu":
+        rows = np.empty(A.nnz, index_dtype(max(A.nrows - 1, 0)))
+        ptr, order = backend.kernels_for("cpu").spmm.transpose_pattern(
+            A.indptr, A.indices, A.ncols, rows)
+    else:
+        # A stable sort by column keeps rows ascending inside each new row.
+        order = xp.argsort(A.indices, kind="stable")
+        rows = row_ids(A.indptr)[order]
+        counts = xp.bincount(A.indices, minlength=A.ncols) if A.nnz else \
+            xp.zeros(A.ncols, np.int64)
+        ptr = indptr_from_counts(counts)
     vals = None if A.values is None else A.values[order]
-    return Matrix._new(indptr_from_counts(counts), narrow_indices(new_idx, A.nrows),
-                       vals, (A.ncols, A.nrows))
+    T = Matrix._new(ptr, narrow_indices(rows, A.nrows), vals, (A.ncols, A.nrows))
+    T._cache["transpose_pattern"] = _pattern_of_source(A, order)
+    return T
+
+
+def _pattern_of_source(A, order):
+    """(indptr, indices, order) of (Aᵀ)ᵀ = A, in ``spla.product.transpose_pattern``'s
+    format and dtypes: entry t of A is entry inverse(order)[t] of Aᵀ; no
+    order for a structural A (no call needs one)."""
+    xp = A.xp
+    rows = A.indices.astype(index_dtype(max(A.ncols - 1, 0)), copy=False)
+    inverse = None
+    if A.values is not None:
+        dt = index_dtype(max(A.nnz - 1, 0))
+        inverse = xp.empty(A.nnz, dt)
+        inverse[order] = xp.arange(A.nnz, dtype=dt)
+    return A.indptr.astype(np.int64, copy=False), rows, inverse
 
 
 def _matrices(func, mats):
@@ -131,11 +165,13 @@ def compact_columns(A):
                         (A.nrows, int(kept.size))), kept)
 
 
-def _group_ptr(func, arg, ptr, total, xp):
-    """A CSR-like group pointer: int64, starts at 0, non-decreasing, ends at total.
+def _group_ptr(func, arg, ptr, total):
+    """A CSR-like group pointer, as a host int64 array: starts at 0,
+    non-decreasing, ends at total.
 
     Checked on the host (a pointer has one entry per group): a device
-    pointer costs one read instead of one per test, a host one none.
+    pointer costs one read instead of one per test, a host one none.  The
+    kernels take the host copy (its ends without a read) and upload it.
     """
     from spla.exceptions import InvalidCSR
     if not hasattr(ptr, "dtype"):
@@ -148,11 +184,10 @@ def _group_ptr(func, arg, ptr, total, xp):
              f"from {int(host[0])} to {int(host[-1])}")
     if host.size > 1 and bool((host[1:] < host[:-1]).any()):
         fail(InvalidCSR, func, arg, "non-decreasing offsets", "a decreasing step")
-    return xp.asarray(host) if backend.xp_of_array(ptr) is not xp or ptr.dtype != np.int64 \
-        else ptr
+    return host
 
 
-def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
+def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None, *, check=True):
     """Give each group of rows its own compacted columns, block-diagonally.
 
     Rows ``row_ptr[g]:row_ptr[g+1]`` form group ``g`` (a minibatch of a
@@ -168,6 +203,11 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
     first, first_ptr : array of int, optional
         Leading columns of each group: ``first[first_ptr[g]:first_ptr[g+1]]``,
         distinct within a group.
+    check : bool, default True
+        Check ``first`` (in range, distinct within each group).  Callers
+        whose leading columns are a frontier that spla made pass False: on
+        a GPU each check is a blocking read.  Host pointers (numpy) cost no
+        read either way.
 
     Returns
     -------
@@ -196,16 +236,17 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
     func = "compact_columns_blockwise"
     A = as_matrix(func, "A", A)
     xp = A.xp
-    row_ptr = _group_ptr(func, "row_ptr", row_ptr, A.nrows, xp)
+    row_ptr = _group_ptr(func, "row_ptr", row_ptr, A.nrows)
     n_groups = row_ptr.size - 1
     if first is None:
         first = xp.zeros(0, np.int64)
-        first_ptr = xp.zeros(n_groups + 1, np.int64)
+        first_ptr = np.zeros(n_groups + 1, np.int64)
     else:
-        first = xp.asarray(as_index_array(func, "first", first, A.ncols))
+        first = (xp.asarray(as_index_array(func, "first", first, A.ncols)) if check
+                 else xp.asarray(first).astype(np.int64, copy=False))
         if first_ptr is None:
             fail(InvalidValue, func, "first_ptr", "group offsets when 'first' is given", None)
-        first_ptr = _group_ptr(func, "first_ptr", first_ptr, first.size, xp)
+        first_ptr = _group_ptr(func, "first_ptr", first_ptr, first.size)
         if first_ptr.size != row_ptr.size:
             fail(DimensionMismatch, func, "first_ptr", f"{n_groups + 1} offsets",
                  f"{first_ptr.size}")
@@ -213,7 +254,7 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None):
     try:
         out_idx, perm, kept, kept_ptr, first_dup = K.groups.compact_groups(
             A.indptr, A.indices, row_ptr, first, first_ptr, A.ncols,
-            with_perm=A.values is not None)
+            with_perm=A.values is not None, check=check)
     except KernelLimitError as e:
         fail(InvalidValue, func, e.arg, e.expected, e.got)
     if first_dup >= 0:
@@ -246,19 +287,19 @@ def split_blocks(M, row_ptr, col_ptr, *, check=True):
     func = "split_blocks"
     M = as_matrix(func, "M", M)
     xp = M.xp
-    row_ptr = _group_ptr(func, "row_ptr", row_ptr, M.nrows, xp)
-    col_ptr = _group_ptr(func, "col_ptr", col_ptr, M.ncols, xp)
-    if row_ptr.size != col_ptr.size:
-        fail(DimensionMismatch, func, "col_ptr", f"{row_ptr.size} offsets", f"{col_ptr.size}")
+    rp = _group_ptr(func, "row_ptr", row_ptr, M.nrows)
+    cp = _group_ptr(func, "col_ptr", col_ptr, M.ncols)
+    if rp.size != cp.size:
+        fail(DimensionMismatch, func, "col_ptr", f"{rp.size} offsets", f"{cp.size}")
     if check and M.nnz:
+        row_ptr, col_ptr = xp.asarray(rp), xp.asarray(cp)
         group_of_row = xp.searchsorted(row_ptr, xp.arange(M.nrows), side="right") - 1
         g = group_of_row[row_ids(M.indptr)]
         j = M.indices.astype(np.int64)
         if bool(((j < col_ptr[g]) | (j >= col_ptr[g + 1])).any()):
             fail(InvalidValue, func, "M", "a block-diagonal matrix for these offsets",
                  "entries outside the diagonal blocks")
-    rp = backend.to_host(row_ptr).tolist()
-    cp = backend.to_host(col_ptr).tolist()
+    rp, cp = rp.tolist(), cp.tolist()
     ptr_h = backend.to_host(M.indptr)
     blocks = []
     for gi in range(len(rp) - 1):

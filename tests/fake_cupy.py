@@ -11,6 +11,11 @@ library's own counters (``kernels.opcount``):
 
 * ``reads``: blocking device-to-host reads: ``.get()``, ``.item()``,
   ``.tolist()``, and ``int``/``float``/``bool``/``index`` of an array;
+  also every operation whose result's size depends on the data
+  (``nonzero``, ``flatnonzero``, ``argwhere``, ``unique``, ``compress``,
+  ``extract``, one-argument ``where``, indexing by a boolean array): cupy
+  reads that size back before it can allocate the result, so each is a
+  read too, hidden in an array operation;
 * ``launches``: kernels: every ufunc and reduction on its arrays, every
   array-module call that computes (``cumsum``, ``sort``, ``zeros``,
   ``full``, ...; not ``empty`` or an upload), gathers and scatters by an
@@ -101,6 +106,8 @@ class ndarray(np.ndarray):
 
     def __getitem__(self, key):
         plain = self.view(np.ndarray)
+        if _is_mask(key):
+            STATS["reads"] += 1
         if _is_gather(key):
             STATS["launches"] += 1
             key = _plain_key(key)
@@ -131,6 +138,7 @@ class ndarray(np.ndarray):
 
     def nonzero(self):
         STATS["launches"] += 1
+        STATS["reads"] += 1
         return _wrap(self.view(np.ndarray).nonzero())
 
     def repeat(self, repeats, axis=None):
@@ -141,6 +149,11 @@ class ndarray(np.ndarray):
 def _is_gather(key):
     keys = key if isinstance(key, tuple) else (key,)
     return any(isinstance(k, (np.ndarray, list)) for k in keys)
+
+
+def _is_mask(key):
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, np.ndarray) and k.dtype == np.bool_ for k in keys)
 
 
 def _plain_key(key):
@@ -154,10 +167,16 @@ _FREE = {"empty", "empty_like", "ndim", "shape", "dtype", "result_type", "can_ca
          "iinfo", "finfo", "issubdtype"}
 
 
+#: Array-module calls whose result's size depends on the data: a hidden read.
+_SIZED = {"nonzero", "flatnonzero", "argwhere", "unique", "compress", "extract"}
+
+
 def _function(name, fn):
     def call(*args, **kwargs):
         if name not in _FREE:
             STATS["launches"] += 1
+        if name in _SIZED or (name == "where" and len(args) == 1):
+            STATS["reads"] += 1
         args = [_plain(a) if not isinstance(a, (list, tuple))
                 else type(a)(_plain(v) for v in a) for a in args]
         kwargs = {k: _plain(v) for k, v in kwargs.items()}

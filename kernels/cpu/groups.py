@@ -208,7 +208,7 @@ def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_t
     return out_idx, perm, kept, cnt, first_dup
 
 
-def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
+def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, check=True):
     """Relabel the columns of each row group; see the module docstring.
 
     Parameters
@@ -227,6 +227,9 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     with_perm : bool, optional
         Return ``perm`` (default); False for a structural input, whose
         entries have no values to follow the sort.
+    check : bool, optional
+        Accepted for the CUDA twin's signature: this kernel finds a repeated
+        leading column as it goes, at no extra cost, and always reports it.
 
     Returns
     -------
@@ -487,7 +490,7 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     return cnt, out_idx, src, _first_dup(dup), repeats[0]
 
 
-def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
+def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     """Block-diagonal extraction: block g is ``A[rows_g, cols_g]``.
 
     Parameters
@@ -502,6 +505,9 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
         Number of input columns: a worker whose largest group's work (its
         rows' entries) is at least ``ncols / DENSE_FACTOR`` looks columns up
         in a tag array over the columns, the others in hash tables.
+    check : bool, optional
+        Accepted for the CUDA twin's signature: this kernel finds a repeated
+        column as it goes and always reports it.
 
     Returns
     -------

@@ -78,19 +78,26 @@ def launch(kernel, n, *args):
     """Launch the grid-stride ``kernel`` over ``n`` items (counted by ``kernels.opcount``).
 
     On a GPU, a kernel whose parameters are all 1-D contiguous arrays and
-    64-bit scalars is launched through the CUDA driver directly once numba
+    plain scalars is launched through the CUDA driver directly once numba
     has compiled it for those argument types (``_FastLaunch``): numba's own
     launch types and converts every argument on every call, which for a
     kernel of a dozen array arguments takes longer than many kernels run.
+    Boolean flags are passed as int64 so that their kernels qualify.
     """
+    launch_grid(kernel, blocks(n), BLOCK, *args)
+
+
+def launch_grid(kernel, grid, block, *args):
+    """``launch`` with an explicit grid and block size (a kernel that strides by
+    its own block, or needs a given number of blocks); counted the same."""
     opcount.add_launch()
-    grid = blocks(n)
+    args = tuple(np.int64(a) if isinstance(a, (bool, np.bool_)) else a for a in args)
     if not SIM and FAST_LAUNCH:
         fast = _fast_launcher(kernel, args)
         if fast is not None:
-            fast(grid, args)
+            fast(grid, args, block)
             return
-    kernel[grid, BLOCK](*args)
+    kernel[grid, block](*args)
 
 
 #: Launch eligible kernels through the driver directly (``SPLA_CUDA_LAUNCH=numba``
@@ -136,13 +143,21 @@ def _fast_launcher(kernel, args):
     return fast
 
 
+#: Scalar parameters a direct launch packs: numba type name -> (struct code, bytes).
+_SCALARS = {"int64": ("q", 8), "uint64": ("Q", 8), "float64": ("d", 8),
+            "int32": ("i", 4), "uint32": ("I", 4), "float32": ("f", 4)}
+
+
 def param_format(types):
     """The ``struct`` format of a kernel's packed parameters, or None if not eligible.
 
     ``types`` are the numba types of the kernel's arguments: a 1-D C array
     is seven 64-bit parameters (meminfo, parent, items, item size, data,
-    shape, stride), an int64 ``q``, a uint64 ``Q``, a float64 ``d``;
-    anything else makes the kernel ineligible for a direct launch.
+    shape, stride), a 64-bit integer ``q``/``Q``, a float64 ``d``, a 32-bit
+    integer ``i``/``I`` and a float32 ``f``, each at an offset that is a
+    multiple of its size (``x`` pads), as the driver lays out a kernel's
+    parameters; anything else (booleans, arrays of other ranks) makes the
+    kernel ineligible for a direct launch (``launch`` passes flags as int64).
 
     Examples
     --------
@@ -150,22 +165,25 @@ def param_format(types):
     >>> from kernels.cuda._util import param_format
     >>> param_format((nt.Array(nt.int32, 1, "C"), nt.int64, nt.uint64, nt.float64))
     '<QQqqQqqqQd'
+    >>> param_format((nt.float32, nt.int64))
+    '<fxxxxq'
     >>> param_format((nt.boolean,)) is None
     True
     """
     from numba.core import types as nt
-    fmt = "<"
+    fmt, offset = "<", 0
     for t in types:
         if isinstance(t, nt.Array):
             if t.ndim != 1 or t.layout != "C":
                 return None
-            fmt += "QQqqQqq"
-        elif isinstance(t, nt.Integer) and t.bitwidth == 64:
-            fmt += "q" if t.signed else "Q"
-        elif t == nt.float64:
-            fmt += "d"
+            code, size = "QQqqQqq", 8
+        elif str(t) in _SCALARS:
+            code, size = _SCALARS[str(t)]
         else:
             return None
+        pad = -offset % size
+        fmt += "x" * pad + code
+        offset += pad + size * len(code)
     return fmt
 
 
@@ -174,11 +192,11 @@ class _FastLaunch:
 
     numba passes a 1-D array as seven 64-bit parameters (meminfo, parent,
     item count, item size, data pointer, shape, stride in bytes) and a
-    64-bit scalar as itself; those parameters are packed into one buffer
+    scalar as itself (``param_format``); those parameters are packed into one buffer
     and handed to the driver (``CU_LAUNCH_PARAM_BUFFER_POINTER``), on
-    cupy's current stream.  Kernels with other parameters (booleans,
-    narrower scalars, arrays of other ranks) are not built (``build``
-    returns None) and go through numba.
+    cupy's current stream.  Kernels with other parameters (booleans, arrays
+    of other ranks) are not built (``build`` returns None) and go through
+    numba.
     """
 
     def __init__(self, func, fmt):
@@ -204,7 +222,7 @@ class _FastLaunch:
         fast.module = module  # the function lives as long as its module
         return fast
 
-    def __call__(self, grid, args):
+    def __call__(self, grid, args, block=BLOCK):
         # ctypes buffers rather than numpy ones: a launch packs a dozen arrays
         # and its host time is what a small bulk waits on.
         cupy = sys.modules["cupy"]
@@ -220,7 +238,7 @@ class _FastLaunch:
         buf = ctypes.create_string_buffer(packed, len(packed))
         length = ctypes.c_size_t(len(packed))
         extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2, ctypes.addressof(length), 0)
-        cupy.cuda.driver.launchKernel(self.func.ptr, grid, 1, 1, BLOCK, 1, 1, 0,
+        cupy.cuda.driver.launchKernel(self.func.ptr, grid, 1, 1, block, 1, 1, 0,
                                       cupy.cuda.get_current_stream().ptr, 0,
                                       ctypes.addressof(extra))
 

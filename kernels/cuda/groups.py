@@ -26,7 +26,8 @@ from numba import cuda
 
 from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
-from kernels.cuda._util import device, host_int, launch, row_chunks, scan, stable_order, _xp
+from kernels.cuda._util import (device, host_int, launch, row_chunks, scan, stable_order,
+                                to_host, _xp)
 
 lower_bound = device(_lower_bound)
 
@@ -84,30 +85,49 @@ def _row_sort(xp, row_of, out_idx, n_rows, n_cols):
     return stable_order(xp, row_of, out_idx, n_rows, n_cols)
 
 
-def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
+def _pointer(xp, p):
+    """(device int64 copy or view, host int64 copy) of a group pointer; a
+    device pointer costs one read, a host one an upload."""
+    if _xp(p) is np:
+        host = np.asarray(p, np.int64)
+        return xp.asarray(host), host
+    return p.astype(np.int64, copy=False), to_host(p).astype(np.int64, copy=False)
+
+
+def _entry_range(xp, ptr, r0, r1):
+    """``(ptr[r0], ptr[r1])`` as Python ints, in one read."""
+    if _xp(ptr) is np:
+        return int(ptr[r0]), int(ptr[r1])
+    lo, hi = to_host(ptr[xp.asarray(np.array([r0, r1], np.int64))]).tolist()
+    return int(lo), int(hi)
+
+
+def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, check=True):
     """Relabel the columns of each row group; see ``kernels.cpu.groups``.
 
     Returns (out_idx, perm, kept, kept_ptr, first_dup), ``out_idx`` in the
     CPU kernel's index type and ``perm`` empty unless ``with_perm``.
+    ``row_ptr`` and ``first_ptr`` may be host arrays (no read for their
+    ends); ``check=False`` skips looking for a repeat among a group's
+    ``first`` columns (``first_dup`` is then -1), for callers whose
+    ``first`` are distinct by construction.
     """
     xp = _xp(ptr)
     G = row_ptr.size - 1
-    r0 = host_int(row_ptr[0])
-    r1 = host_int(row_ptr[G])
-    nnz_base = host_int(ptr[r0])
-    n_entries = host_int(ptr[r1]) - nnz_base
-    f0 = host_int(first_ptr[0])
-    n_first = host_int(first_ptr[G]) - f0
+    row_ptr, rp = _pointer(xp, row_ptr)
+    first_ptr, fp = _pointer(xp, first_ptr)
+    r0, r1 = int(rp[0]), int(rp[G])
+    nnz_base, nnz_end = _entry_range(xp, ptr, r0, r1)
+    n_entries = nnz_end - nnz_base
+    f0 = int(fp[0])
+    n_first = int(fp[G]) - f0
     L = n_first + n_entries
     empty = xp.zeros(0, np.int64)
     out_type = index_dtype(L)
     if G <= 0 or L == 0:
         return (empty.astype(out_type), empty.copy(), empty.copy(),
                 xp.zeros(max(G, 0) + 1, np.int64), -1)
-    row_ptr = row_ptr.astype(np.int64, copy=False)
-    first_ptr = first_ptr.astype(np.int64, copy=False)
-    base = ((first_ptr[:-1] - first_ptr[0])
-            + (ptr[row_ptr[:-1]].astype(np.int64) - nnz_base))
+    base = ((first_ptr[:-1] - f0) + (ptr[row_ptr[:-1]].astype(np.int64) - nnz_base))
     seq_grp = xp.empty(L, np.int64)
     seq_col = xp.empty(L, np.int64)
     seq_src = xp.empty(L, np.int64)
@@ -121,8 +141,7 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
               if n_entries else None)
     if n_entries:
         launch(_seq_entries, n_entries, ptr, idx, row_ptr, row_grp, row_of,
-                                               first_ptr, base, seq_grp, seq_col,
-                                               seq_src)
+               first_ptr, base, seq_grp, seq_col, seq_src)
     # Runs of one column within one group, in sequence order.
     order = stable_order(xp, seq_grp, seq_col, G, ncols)
     sg = seq_grp[order]
@@ -132,11 +151,7 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     new[0] = True
     new[1:] = (sg[1:] != sg[:-1]) | (sc[1:] != sc[:-1])
     starts = xp.flatnonzero(new)
-    # A leading column repeated within its group: a non-head from ``first``.
-    # The CPU kernel reports the earliest such position (-1 - src is
-    # decreasing in the position, hence the max).
-    rep = ssrc[(~new) & (ssrc < 0)]
-    first_dup = (-1 - host_int(rep.max())) if rep.size else -1
+    first_dup = _first_repeat(xp, new, ssrc) if check else -1
     # Kept columns: run heads in order of first appearance.
     head_pos = order[starts]
     by_pos = xp.argsort(head_pos)
@@ -147,16 +162,27 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True):
     kept_ptr = xp.zeros(G + 1, np.int64)
     kept_ptr[1:] = xp.bincount(sg[starts], minlength=G)
     kept_ptr = scan(xp, kept_ptr)
-    # Each entry's new column, then rows sorted by it.
-    run_of = xp.cumsum(new) - 1
-    is_entry = ssrc >= 0
-    local = xp.empty(n_entries, np.int64)
-    local[ssrc[is_entry] - nnz_base] = gid[run_of[is_entry]]
     if n_entries == 0:
         return empty.astype(out_type), empty.copy(), kept, kept_ptr, first_dup
+    # Each entry's new column, then rows sorted by it: the leading columns'
+    # positions go to a spare last slot, a scatter that needs no count.
+    run_of = xp.cumsum(new) - 1
+    local = xp.empty(n_entries + 1, np.int64)
+    local[xp.where(ssrc >= 0, ssrc - nnz_base, n_entries)] = gid[run_of]
+    local = local[:n_entries]
     o = _row_sort(xp, row_of, local, r1 - r0, R)
     perm = o + nnz_base if with_perm else empty.copy()
     return local[o].astype(out_type), perm, kept, kept_ptr, first_dup
+
+
+def _first_repeat(xp, new, ssrc):
+    """Earliest position in ``first`` of a leading column repeated in its group,
+    or -1: a run element past the head that came from ``first``.  The CPU
+    kernel reports the earliest such position (-1 - src is decreasing in the
+    position, hence the max)."""
+    rep = xp.where(~new & (ssrc < 0), ssrc, np.iinfo(np.int64).min)
+    top = host_int(rep.max())
+    return -1 - top if top != np.iinfo(np.int64).min else -1
 
 
 @cuda.jit(cache=True)
@@ -177,9 +203,14 @@ def _extract_match(idx, e_src, e_grp, col_ptr, sorted_cols, sorted_pos, hit):
             hit[t] = -1
 
 
-def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
+def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     """Block-diagonal extraction: block g is ``A[rows_g, cols_g]``;
-    returns ``(indptr, indices, src, first_dup)``, see ``kernels.cpu.groups``."""
+    returns ``(indptr, indices, src, first_dup)``, see ``kernels.cpu.groups``.
+
+    ``row_ptr`` and ``col_ptr`` may be host arrays (no read for their ends);
+    ``check=False`` skips looking for a repeated column within a group
+    (``first_dup`` is then -1), for columns distinct by construction.
+    """
     xp = _xp(ptr)
     G = row_ptr.size - 1
     nr = rows.size
@@ -187,29 +218,22 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     empty = xp.zeros(0, np.int64)
     if G <= 0:
         return out_ptr, empty, empty.copy(), -1
-    row_ptr = row_ptr.astype(np.int64, copy=False)
-    col_ptr = col_ptr.astype(np.int64, copy=False)
-    c0 = host_int(col_ptr[0])
-    c1 = host_int(col_ptr[G])
+    row_ptr, rp = _pointer(xp, row_ptr)
+    col_ptr, cp = _pointer(xp, col_ptr)
+    c0, c1 = int(cp[0]), int(cp[G])
+    r0, r1 = int(rp[0]), int(rp[G])
     # Each group's columns sorted, ties in position order.
     seg = cols[c0:c1].astype(np.int64)
     col_grp = _owners(xp, col_ptr, c0, c1)
     o = stable_order(xp, col_grp, seg, G, ncols)
     sorted_cols = seg[o]
     sorted_pos = o + c0
-    first_dup = -1
-    if c1 > c0:
-        dup = xp.empty(c1 - c0, np.bool_)
-        dup[0] = False
-        dup[1:] = (col_grp[o][1:] == col_grp[o][:-1]) & (sorted_cols[1:] == sorted_cols[:-1])
-        if bool(dup.any()):
-            first_dup = host_int(sorted_pos[dup].min())
+    first_dup = _repeated_column(xp, col_grp[o], sorted_cols, sorted_pos) \
+        if check and c1 > c0 else -1
     if nr == 0 or c1 == c0:
         return out_ptr, empty, empty.copy(), first_dup
     # Group of every output row (-1 outside every group).
     row_grp = xp.full(nr, -1, np.int64)
-    r0 = host_int(row_ptr[0])
-    r1 = host_int(row_ptr[G])
     row_grp[r0:r1] = _owners(xp, row_ptr, r0, r1)
     # One thread per entry of the rows, not per row: a hub row (LADIES'
     # probability rows hold a whole neighbourhood) would keep one thread
@@ -231,9 +255,9 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
         e_src = starts[e_row] + (xp.arange(t0, t1, dtype=np.int64) - row_off[e_row])
         hit = xp.empty(t1 - t0, np.int64)
         launch(_extract_match, t1 - t0, idx, e_src, row_grp[e_row], col_ptr,
-                                               sorted_cols, sorted_pos, hit)
-        keep = hit >= 0
-        kept.append((e_row[keep], hit[keep], e_src[keep]))
+               sorted_cols, sorted_pos, hit)
+        sel = xp.flatnonzero(hit >= 0)  # one read sizes all three
+        kept.append((e_row[sel], hit[sel], e_src[sel]))
     if not kept:
         return out_ptr, empty, empty.copy(), first_dup
     e_row, e_idx, e_src = (kept[0] if len(kept) == 1 else
@@ -246,3 +270,12 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols):
     # within each row is the CPU kernel's order (columns are distinct in a row).
     order = _row_sort(xp, e_row, e_idx, nr, c1)
     return out_ptr, e_idx[order], e_src[order], first_dup
+
+
+def _repeated_column(xp, grp, sorted_cols, sorted_pos):
+    """Earliest position of a column repeated within its group, or -1 (one read)."""
+    dup = xp.zeros(sorted_cols.size, np.bool_)
+    dup[1:] = (grp[1:] == grp[:-1]) & (sorted_cols[1:] == sorted_cols[:-1])
+    big = np.iinfo(np.int64).max
+    low = host_int(xp.where(dup, sorted_pos, big).min())
+    return low if low != big else -1

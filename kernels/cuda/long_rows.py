@@ -26,8 +26,8 @@ in counter order (see docs/design.rst, "Long rows' draws on the GPU").
 import numpy as np
 from numba import cuda
 
-from kernels import common as _common, its as _draws, its_search as _its, opcount
-from kernels.cuda._util import BLOCK, SIM, device, _xp
+from kernels import common as _common, its as _draws, its_search as _its
+from kernels.cuda._util import BLOCK, SIM, device, launch_grid, _xp
 
 row_scale = device(_its.row_scale)
 
@@ -186,9 +186,8 @@ def long_row_stats(indptr, values, has_values, write_prefix, prefix, positives, 
     nnz = values.size if has_values else 0
     s = [xp.empty(max(k, 1), np.float64) for k in scratch_sizes(nnz, n, leaf)]
     grid = max(1, min(n if rows is None else int(rows), 65535))
-    opcount.add_launch()
-    _long_stats[grid, BLOCK](indptr, values, bool(has_values), bool(write_prefix), leaf,
-                             long_min, prefix, positives, modes, *s)
+    launch_grid(_long_stats, grid, BLOCK, indptr, values, bool(has_values), bool(write_prefix),
+                leaf, long_min, prefix, positives, modes, *s)
 
 
 @cuda.jit(device=True)
@@ -250,9 +249,8 @@ def long_row_sums(ptr, val, identity, one, out, leaf=None, long_min=None):
     if n <= 0:
         return
     s = [xp.empty(max(k, 1), identity.dtype) for k in scratch_sizes(val.size, n, leaf)]
-    opcount.add_launch()
-    _long_sum[max(1, min(n, 65535)), BLOCK](ptr, val, True, one, identity, leaf, long_min,
-                                            out, *s)
+    launch_grid(_long_sum, max(1, min(n, 65535)), BLOCK, ptr, val, True, one, identity, leaf,
+                long_min, out, *s)
 
 
 # -- Draws of long rows: a block per row ---------------------------------------------

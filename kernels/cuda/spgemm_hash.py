@@ -32,8 +32,7 @@ import numba
 import numpy as np
 from numba import cuda, int32, int64
 
-from kernels import opcount
-from kernels.cuda._util import SIM, device
+from kernels.cuda._util import SIM, device, launch_grid
 from kernels.semiring_ops import add_op as _add_op
 from kernels.semiring_ops import mul_op as _mul_op
 
@@ -182,8 +181,8 @@ def hash_count(rows, a_ptr, a_idx, b_ptr, b_idx, counts):
     Every row in ``rows`` must have at most ``CAP`` products.
     """
     if rows.size:
-        opcount.add_launch()
-        _hash_count[_grid(rows.size), HBLOCK](rows, a_ptr, a_idx, b_ptr, b_idx, counts)
+        launch_grid(_hash_count, _grid(rows.size), HBLOCK, rows, a_ptr, a_idx, b_ptr, b_idx,
+                    counts)
 
 
 def hash_fill(xp, rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul, add,
@@ -195,12 +194,11 @@ def hash_fill(xp, rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mu
     """
     if not rows.size:
         return
-    opcount.add_launch()
     g = _grid(rows.size)
     scr = xp.empty(g * TABLE, out_val.dtype)
     stage = xp.empty(g * HBLOCK, out_val.dtype)
-    _hash_fill[g, HBLOCK](rows, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx, b_val,
-                          bool(b_hv), mul, add, one, out_ptr, scr, stage, out_idx, out_val)
+    launch_grid(_hash_fill, g, HBLOCK, rows, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx,
+                b_val, bool(b_hv), mul, add, one, out_ptr, scr, stage, out_idx, out_val)
 
 
 # Rows too long for the shared table, when the columns are few enough to
@@ -318,15 +316,14 @@ def dense_rows(xp, rows, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m
     """
     if not rows.size:
         return
-    opcount.add_launch()
     vbytes = one.dtype.itemsize if fill else 0
     g = max(1, min(int(rows.size), HMAX_BLOCKS, DENSE_BYTES // (int(ncols) * (8 + vbytes))))
     stamp = xp.full(g * int(ncols), -1, np.int64)
     scr = xp.empty(g * int(ncols) if fill else 1, one.dtype)
     stage = xp.empty(g * HBLOCK, one.dtype)
-    _dense_rows[g, HBLOCK](rows, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx, b_val,
-                           bool(b_hv), mul, add, one, int(ncols), bool(fill), out_ptr, stamp,
-                           scr, stage, out_idx, out_val)
+    launch_grid(_dense_rows, g, HBLOCK, rows, a_ptr, a_idx, a_val, bool(a_hv), b_ptr, b_idx,
+                b_val, bool(b_hv), mul, add, one, int(ncols), bool(fill), out_ptr, stamp, scr,
+                stage, out_idx, out_val)
 
 
 def row_paths(xp, w, ncols):

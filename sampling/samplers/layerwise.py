@@ -159,19 +159,21 @@ class _LayerWise(Sampler):
             W = W.astype(np.float64)
         sums = reduce_rowwise(W, "plus")[prow]
         safe = xp.where(sums == 0, 1, sums).astype(W.dtype)
-        p = extract_blockwise(W, prow, one_per_group, src, src_ptr)
+        p = extract_blockwise(W, prow, one_per_group, src, src_ptr, check=False)
         # p has one row per minibatch, so a column holds one entry at most:
         # its sum is that (non-negative) entry exactly, 0 where W has none.
         raw = reduce_columnwise(p, "plus")
-        group = xp.repeat(xp.arange(prow.size), _counts(src_ptr))
-        return raw / safe[group]
+        return raw / safe[_group_of(xp, src_ptr)]
 
     def _sample_stacked(self, B, seed, epoch):
         xp = self.A.xp
         k = B.k
         ids = xp.asarray(np.asarray(B.ids, np.int64))
-        one_per_group = xp.arange(k + 1, dtype=np.int64)
-        dst, dst_ptr = B.nodes, B.ptr
+        # Group pointers stay on the host (numpy): the operators read their
+        # ends and sizes from them, where device pointers cost a blocking
+        # read each time; one read per layer brings the new sources' pointer.
+        one_per_group = np.arange(k + 1, dtype=np.int64)
+        dst, dst_ptr = B.nodes, B.ptr_host
         layers = []
         for hop, s in enumerate(self.config.layer_sizes):
             # Rows of Â for this layer's destinations (fetched when distributed).
@@ -179,9 +181,12 @@ class _LayerWise(Sampler):
             A_sq = self.A_sq if self.D is None else apply(A, "square")
             P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq)
             S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids)
+            # The frontiers are spla's own (in range, distinct per group):
+            # no checks, which on a GPU are blocking reads.
             _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
-                                                        first_ptr=dst_ptr)
-            adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
+                                                        first_ptr=dst_ptr, check=False)
+            src_ptr = np.asarray(backend.to_host(src_ptr), np.int64)
+            adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr, check=False)
             p_col = self._kept_probabilities(W, prow, one_per_group, src, src_ptr)
             scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
             adj = normalize_rows(spla.scale_columns(adj, scale.astype(adj.dtype)))
@@ -220,8 +225,7 @@ class LADIES(_LayerWise):
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
-        group = xp.repeat(xp.arange(k), _counts(dst_ptr))
-        Q = Matrix.from_coo(group, dst, shape=(k, self.num_nodes))
+        Q = Matrix.from_coo(_group_of(xp, dst_ptr), dst, shape=(k, self.num_nodes))
         P = (Q @ A_sq).new()
         return P, P, xp.arange(k)
 
@@ -277,7 +281,8 @@ def _distributed_like(D, local):
                                  partition=D.partition)
 
 
-def _counts(ptr):
-    xp = backend.xp_of_array(ptr)
-    d = xp.diff(ptr)
-    return d if xp is np else d.tolist()
+def _group_of(xp, ptr):
+    """The group of every position of the host group pointer ``ptr``, on xp's
+    device: made on the host and uploaded (no device read, one copy)."""
+    ptr = np.asarray(ptr, np.int64)
+    return xp.asarray(np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr)))

@@ -248,5 +248,27 @@ def test_fast_launch_parameter_format():
     assert param_format((arr, nt.int64, arr, nt.uint64, nt.float64)) == "<QQqqQqqqQQqqQqqQd"
     assert param_format((nt.Array(nt.int64, 2, "C"),)) is None
     assert param_format((nt.Array(nt.int64, 1, "A"),)) is None
-    assert param_format((nt.int32,)) is None
-    assert param_format((nt.float32,)) is None
+    assert param_format((nt.boolean,)) is None
+    # Narrow scalars sit at offsets that are multiples of their size, as a C
+    # struct of the same fields lays them out (ctypes: an independent layout).
+    import ctypes
+    import struct
+    c_of = {nt.int32: ctypes.c_int32, nt.float32: ctypes.c_float, nt.int64: ctypes.c_int64,
+            nt.uint32: ctypes.c_uint32, nt.float64: ctypes.c_double}
+    for types in [(nt.float32, nt.int64), (nt.int32, nt.int32, nt.int64),
+                  (nt.int64, nt.uint32, arr, nt.float32), (nt.float32, arr, nt.float64)]:
+        fields, codes = [], []
+        for i, t in enumerate(types):
+            fields.append((f"f{i}", ctypes.c_int64 * 7 if t == arr else c_of[t]))
+        layout = type("Params", (ctypes.Structure,), {"_fields_": fields})
+        fmt = param_format(types)
+        # The offset of each parameter in the packed buffer: the size of the
+        # format up to (not including) that parameter's own codes.
+        pos, offsets = 1, []
+        for t in types:
+            while fmt[pos] == "x":
+                pos += 1
+            offsets.append(struct.calcsize(fmt[:pos]))
+            pos += 7 if t == arr else 1
+        assert offsets == [getattr(layout, f"f{i}").offset for i in range(len(types))], fmt
+    assert param_format((nt.float32, nt.int64)) == "<fxxxxq"
