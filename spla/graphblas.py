@@ -108,7 +108,7 @@ def _product_vec(func, A, u, sr, mask, push):
             # lists k increasing, the order in which the push visits u's
             # sorted entries, so both fold the same terms in the same order:
             # the same values, whatever the thread count.
-            ptr, idx, _ = transpose_pattern(A)
+            ptr, idx, _ = transpose_pattern(A, order=av is not None)
             a_val, a_hv = transposed_values(A, av, cdt)
         else:
             ptr, idx = A.indptr, A.indices
