@@ -140,12 +140,13 @@ def _gather_fill(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
         out_val[t] = mul_op(mul, av, bv, onev)
 
 
-def _entry_offsets(xp, a_idx, b_ptr):
-    """Scan of the products per entry of A (``ent[p]``: entry p's first), and their total."""
+def _entry_offsets(xp, a_idx, b_ptr, total=True):
+    """Scan of the products per entry of A (``ent[p]``: entry p's first), and
+    their total (a read; None when ``total`` is False)."""
     k = a_idx.astype(np.int64)
     ent = xp.zeros(a_idx.size + 1, np.int64)
     ent[1:] = xp.cumsum(b_ptr[k + 1] - b_ptr[k])
-    return ent, host_int(ent[-1])
+    return ent, (host_int(ent[-1]) if total else None)
 
 
 def _runs(xp, e_row, e_col, nrows, ncols):
@@ -214,7 +215,7 @@ def _esc_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
 
 def _split(xp, a_ptr, a_idx, b_ptr, ncols):
     """(hash rows, dense rows, ESC rows): ``spgemm_hash.row_paths`` on each row's products."""
-    ent, _ = _entry_offsets(xp, a_idx, b_ptr)
+    ent, _ = _entry_offsets(xp, a_idx, b_ptr, total=False)
     return spgemm_hash.row_paths(xp, ent[a_ptr[1:]] - ent[a_ptr[:-1]], ncols)
 
 
@@ -227,14 +228,15 @@ def _sub_rows(xp, ptr, rows):
     return sub, xp.repeat(ptr[rows] - sub[:-1], lens) + xp.arange(host_int(sub[-1]))
 
 
-def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
+def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, paths=None):
     """Exclusive-scanned row pointer of ``A @ B`` (structure only): the hash
-    count for rows that fit a table, ESC for the others (``_split``)."""
+    count for rows that fit a table, ESC for the others (``_split``; pass
+    its result as ``paths`` when the numeric pass will need it too)."""
     xp = _xp(a_ptr)
     n = a_ptr.size - 1
     if n <= 0:
         return xp.zeros(max(n, 0) + 1, np.int64)
-    small, dense, big = _split(xp, a_ptr, a_idx, b_ptr, ncols)
+    small, dense, big = paths if paths is not None else _split(xp, a_ptr, a_idx, b_ptr, ncols)
     counts = xp.zeros(n + 1, np.int64)
     spgemm_hash.hash_count(small, a_ptr, a_idx, b_ptr, b_idx, counts)
     one = xp.ones(1, np.float64)
@@ -247,16 +249,17 @@ def spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols):
 
 
 def spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-                   ncols, out_ptr, add, mul, one):
+                   ncols, out_ptr, add, mul, one, paths=None):
     """Fill ``A @ B`` given the row pointer from ``spgemm_symbolic``:
-    returns (indices, values); rows split between hash and ESC as there."""
+    returns (indices, values); rows split between hash and ESC as there
+    (``paths``: the symbolic pass's split, if at hand)."""
     xp = _xp(a_ptr)
     n = a_ptr.size - 1
     idx_dtype = index_dtype(ncols)
     nnz = host_int(out_ptr[n]) if n > 0 else 0
     if nnz == 0:
         return xp.zeros(0, idx_dtype), xp.zeros(0, one.dtype)
-    small, dense, big = _split(xp, a_ptr, a_idx, b_ptr, ncols)
+    small, dense, big = paths if paths is not None else _split(xp, a_ptr, a_idx, b_ptr, ncols)
     out_idx = xp.empty(nnz, idx_dtype)
     out_val = xp.empty(nnz, one.dtype)
     spgemm_hash.hash_fill(xp, small, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
@@ -277,9 +280,10 @@ def spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, ncols, add, mul
     """``A @ B`` over a semiring: (indptr, indices, values), by the counting
     pass then the filling pass (the CPU kernel's one-pass variant bounds rows
     by their products, which the sort-based device passes gain nothing from)."""
-    ptr = spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols)
+    paths = _split(_xp(a_ptr), a_ptr, a_idx, b_ptr, ncols) if a_ptr.size > 1 else None
+    ptr = spgemm_symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, paths)
     return (ptr,) + spgemm_numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
-                                   ncols, ptr, add, mul, one)
+                                   ncols, ptr, add, mul, one, paths)
 
 
 def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,

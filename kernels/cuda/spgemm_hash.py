@@ -32,7 +32,7 @@ import numba
 import numpy as np
 from numba import cuda, int32, int64
 
-from kernels.cuda._util import SIM, device, launch_grid
+from kernels.cuda._util import SIM, argsort_stable, device, launch_grid, to_host
 from kernels.semiring_ops import add_op as _add_op
 from kernels.semiring_ops import mul_op as _mul_op
 
@@ -337,13 +337,17 @@ def row_paths(xp, w, ncols):
     whose chunks bound its memory whatever the row.  Rows without products
     are empty on every path and are in none.
     """
-    small = (w > 0) & (w <= CAP)
-    big = w > CAP
+    # Each row's path as a class (0 hash, 1 dense, 2 ESC, 3 none); a stable
+    # sort by class lists each path's rows in increasing order, and the
+    # classes' sizes come back in one read.
+    cls = xp.where(w > CAP, 2, xp.where(w > 0, 0, 3)).astype(np.int32)
     if int(ncols) * 16 <= DENSE_BYTES:
-        dense = big & (w * DENSE_FACTOR >= int(ncols))
-    else:
-        dense = xp.zeros(w.size, np.bool_)
-    dense_rows = xp.flatnonzero(dense)
-    if dense_rows.size < DENSE_MIN_ROWS:
-        return xp.flatnonzero(small), dense_rows[:0], xp.flatnonzero(big)
-    return xp.flatnonzero(small), dense_rows, xp.flatnonzero(big & ~dense)
+        cls = xp.where((cls == 2) & (w * DENSE_FACTOR >= int(ncols)), np.int32(1), cls)
+    counts = [int(c) for c in to_host(xp.bincount(cls, minlength=4))]
+    if 0 < counts[1] < DENSE_MIN_ROWS:
+        cls = xp.where(cls == 1, np.int32(2), cls)
+        counts[2] += counts[1]
+        counts[1] = 0
+    order = argsort_stable(xp, cls)
+    h, d, e = counts[0], counts[0] + counts[1], counts[0] + counts[1] + counts[2]
+    return order[:h], order[h:d], order[d:e]

@@ -22,6 +22,7 @@ import spla
 from spla import (Vector, apply, compact_columns_blockwise, extract_blockwise,
                   normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows, vxm)
 from spla import backend
+from spla.arrays import narrow_indices
 from spla.agreement import collective_checks
 from spla.checks import check_weights
 from spla.matrix import Matrix
@@ -225,8 +226,7 @@ class LADIES(_LayerWise):
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
-        Q = Matrix.from_coo(_group_of(xp, dst_ptr), dst, shape=(k, self.num_nodes))
-        P = (Q @ A_sq).new()
+        P = (_group_rows(xp, dst, dst_ptr, self.num_nodes) @ A_sq).new()
         return P, P, xp.arange(k)
 
 
@@ -279,6 +279,17 @@ def _distributed_like(D, local):
     return DistMatrix.from_local(local, D.shape, comm=D.comm, layout=D.layout.kind,
                                  replication=D.layout.c, replicate_graph=D.layout.replicated,
                                  partition=D.partition)
+
+
+def _group_rows(xp, nodes, ptr, n):
+    """Q (groups x n, structural): row g selects group g's vertices
+    ``nodes[ptr[g]:ptr[g + 1]]`` (distinct within a group; ``ptr`` on the
+    host).  Sorted by (group, vertex) as ``Matrix.from_coo`` would, without
+    its checks: the vertices are the sampler's own frontier."""
+    group = _group_of(xp, ptr)
+    cols = xp.sort(group * n + nodes) - group * n
+    return Matrix.from_csr(xp.asarray(np.asarray(ptr, np.int64)), narrow_indices(cols, n), None,
+                           (ptr.size - 1, n), check=False, copy=False)
 
 
 def _group_of(xp, ptr):

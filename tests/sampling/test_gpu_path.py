@@ -237,7 +237,7 @@ def test_sim_sample_hops_remembers_the_growth(cp):
 #: (the operators' sizes; counted by the stand-in, which counts the reads
 #: hidden in data-sized operations such as boolean indexing too).  A ceiling
 #: that only comes down: each read drains the GPU's queue.
-LAYERWISE_READS = {"ladies": 61, "fastgcn": 23}
+LAYERWISE_READS = {"ladies": 37, "fastgcn": 23}
 
 
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn"])
