@@ -125,6 +125,17 @@ def test_mxv_vxm_with_a_user_monoid_semiring(seed, m, n, mask_kind):
     assert _as_dict(spla.vxm(v, A, sr)) == want_t
 
 
+def test_distributed_vector_products_fold_like_the_local_ones():
+    A, _ = draw_matrix(7, 6, 5)
+    D = spla.distribute(A)  # every rank of the world (one here; more under mpiexec)
+    sr = Semiring(FIRSTNZ, binary.times)
+    u = Vector.from_dense(np.arange(1.0, 6.0))
+    v = Vector.from_coo([0, 2, 5], [2.0, -1.0, 3.0], size=6)
+    assert spla.mxv(D, u, sr).isequal(spla.mxv(A, u, sr))
+    assert spla.vxm(v, D, sr, mask=~Vector.from_coo([1], size=5).S).isequal(
+        spla.vxm(v, A, sr, mask=~Vector.from_coo([1], size=5).S))
+
+
 def test_ewise_add_and_accum_take_a_user_monoid():
     A = Matrix.from_dense(np.array([[0.0, 2.0], [3.0, 0.0]]))
     B = Matrix.from_dense(np.array([[5.0, 7.0], [0.0, 0.0]]))
