@@ -156,6 +156,18 @@ def test_structural_and_empty_operands():
     assert spla.reduce_scalar(Vector.from_coo([1, 3], [4.0, -9.0], size=5), FIRSTNZ) == 4.0
 
 
+@SET
+@given(st.integers(0, 2**31 - 1), st.integers(0, 5), st.integers(0, 5))
+def test_logical_monoids_match_python_on_truth_values(seed, m, n):
+    A, D = draw_matrix(seed, m, n)
+    refs = {"lor": (lambda x, y: int(x or y), 0), "land": (lambda x, y: int(x and y), 1),
+            "lxor": (lambda x, y: int(bool(x) != bool(y)), 0)}
+    for name, (f, ident) in refs.items():
+        rows = [fold(f, ident, [v != 0 for _, v in r]) for r in stored(D)]
+        assert spla.reduce_rowwise(A, name).tolist() == rows
+        assert spla.reduce_scalar(A, name) == fold(f, ident, [v != 0 for v in D[D != 0]])
+
+
 def test_logical_monoids_fold_truth_values():
     A = Matrix.from_dense(np.array([[1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [0.0, -3.0, 0.0]]))
     # lxor has no kernel code: it folds like a user monoid, on 0/1 operands
@@ -246,6 +258,14 @@ def test_device_arrays_fold_on_the_host_under_a_cupy_stand_in():
         assert spla.backend.device_of(got) == "cuda"
         np.testing.assert_array_equal(np.asarray(spla.backend.to_host(got)), want)
         assert spla.reduce_scalar(G, FIRSTNZ) == spla.reduce_scalar(A, FIRSTNZ)
+        np.testing.assert_array_equal(
+            np.asarray(spla.backend.to_host(spla.reduce_columnwise(G, FIRSTNZ))),
+            spla.reduce_columnwise(A, FIRSTNZ))
+        sr = Semiring(FIRSTNZ, binary.times)
+        u = Vector.from_dense(np.arange(1.0, 6.0))
+        w = spla.mxv(G, u.to("cuda"), sr)
+        assert spla.backend.device_of(w.values) == "cuda"
+        assert w.to("cpu").isequal(spla.mxv(A, u, sr))
     finally:
         if saved is None:
             sys.modules.pop("cupy", None)
