@@ -481,6 +481,21 @@ def use_dense_map(n_entries, n_cols_selected, ncols):
     return int(ncols) <= DENSE_MAP_FACTOR * (int(n_entries) + int(n_cols_selected))
 
 
+class BadSeeds(ValueError):
+    """A sampling kernel met seed vertices it was told were valid: one outside
+    ``[0, n)`` (``code & 1``) or one repeated within its group (``code & 2``).
+
+    Kernels that check seeds as they go (the GPU's fused hops) raise it
+    after their one read of sizes and flags; spla then runs its precise
+    check, which names the argument and the vertex, instead of reading the
+    seeds back before every bulk.
+    """
+
+    def __init__(self, code):
+        super().__init__(f"bad seed vertices (code {code})")
+        self.code = int(code)
+
+
 class KernelLimitError(ValueError):
     """An input beyond a documented limit of a kernel.
 

@@ -20,6 +20,7 @@ composition above, operator by operator.  All give the same blocks.
 
 import numpy as np
 
+from kernels.common import BadSeeds
 from spla import backend
 from spla.arrays import readonly
 from spla.checks import as_int, as_u64, describe, fail, grouped_ids_stats, index_dtype
@@ -92,8 +93,9 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
         the same blocks, more work).
     check : bool, default True
         Check ``seeds`` (range, distinct within a group).  Samplers that
-        checked them already pass False: on a GPU the check reads from the
-        device.
+        checked them already pass False.  On a GPU the fused hops check
+        them as they go, at no cost (a check before the hops would read
+        the seeds back); elsewhere they are checked first.
 
     Returns
     -------
@@ -154,20 +156,29 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
         fail(DimensionMismatch, func, "seeds", f"{int(ptr[-1])} vertices (seeds_ptr[-1])",
              seeds.size)
     seeds = seeds.astype(np.int64, copy=False)
-    if check:
-        _check_seeds(func, seeds, ptr, n)
     weighted = (M.values is not None) if weighted is None else bool(weighted)
     if weighted and M.values is None:
         fail(InvalidValue, func, "weighted", "False for a structural A", True)
     replace = bool(replace)
+    hops = None
+    if D is None and not materialize:
+        hops = backend.kernels_for(M.device).hops
+        if not hops.fusable(ks, replace=replace, weighted=weighted, n=n):
+            hops = None
+    # Hops that check their seeds as they go (the GPU's) report a bad one
+    # with their sizes, so the seeds are not read back before the bulk.
+    if check and not (hops is not None and hops.CHECKS_SEEDS):
+        _check_seeds(func, seeds, ptr, n)
     if G == 0 and D is None:
         return [([], seeds, ptr, seeds, ptr) for _ in ks]
     # (A rank of a distributed graph with no group still takes part in each
     # hop's collective row fetch.)
-    if D is None and not materialize:
-        hops = backend.kernels_for(M.device).hops
-        if hops.fusable(ks, replace=replace, weighted=weighted, n=n):
+    if hops is not None:
+        try:
             return _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted)
+        except BadSeeds:
+            _check_seeds(func, seeds, ptr, n)  # raises, naming the seed
+            raise
     return _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, materialize)
 
 

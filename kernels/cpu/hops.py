@@ -46,6 +46,10 @@ CHUNK = 256
 FUSED_MAX_VERTICES = 1 << 19
 
 
+#: These hops trust their seeds: callers check them first (on the host, cheaply).
+CHECKS_SEEDS = False
+
+
 def fusable(ks, replace=False, weighted=False, n=0):
     """Whether hops drawing ``ks`` picks per row of an ``n``-vertex graph run
     fused on the CPU.

@@ -48,6 +48,7 @@ import numpy as np
 from numba import cuda
 
 from kernels import its as _its
+from kernels.common import BadSeeds
 from kernels.common import hash_slot as _hash_slot
 from kernels.common import lower_bound as _lower_bound
 from kernels.common import row_key as _row_key
@@ -82,6 +83,12 @@ PICK = np.int64(2 ** 32)
 MAX_SLOTS = 1024
 #: Dense tables up to this many slots (8 bytes each); hash tables beyond.
 DENSE_SLOTS = 1 << 28
+#: Bits of the bad-seed flag (``BadSeeds.code``): a seed outside ``[0, n)``, a
+#: seed twice in a group.  The hops check their seeds as they go
+#: (``CHECKS_SEEDS``): a caller need not read them back before a bulk.
+CHECKS_SEEDS = True
+BAD_RANGE = np.int64(1)
+BAD_REPEAT = np.int64(2)
 
 
 @cuda.jit(device=True)
@@ -123,10 +130,12 @@ def _group(gp, i):
 @cuda.jit(cache=True)
 def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_prefix,
                 a_positives, a_modes, k, W, seed, stream, replace, value_mode, keys, tags,
-                bits, stamp, col, pv, ncnt, over):
+                bits, stamp, col, pv, ncnt, over, bad):
     """Step 1: each row's picks (columns, values) into its ``W`` slots, and
     every occurrence into the table (earliest sequence position wins).
-    A frontier larger than the capacity (``ncnt.size`` rows) sets ``over``."""
+    A frontier larger than the capacity (``ncnt.size`` rows) sets ``over``;
+    a vertex outside ``[0, n)`` (a bad seed) sets bit 1 of ``bad`` and
+    ``over``, so that no later step runs."""
     G = gp.size - 1
     F = gp[G]
     if over[0] != 0:
@@ -141,6 +150,10 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
     for i in range(start, F, stride):
         g = _group(gp, i)
         v = fr[i]
+        if v < 0 or v >= n:
+            cuda.atomic.or_(bad, 0, BAD_RANGE)
+            over[0] = 1
+            continue
         lo, hi, p, m = row_draw_params(v, a_indptr, hv, a_positives, a_modes)
         cnt = _slots(k, p, rep)
         o = i * W
@@ -184,10 +197,12 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
 
 
 @cuda.jit(cache=True)
-def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flags, over):
+def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flags, over, bad):
     """Step 2: the packed head and pick flags of every sequence position
     (zero past the last row, up to the capacity the scan covers), and each
-    pick's head position."""
+    pick's head position.  A frontier vertex that is not its column's head
+    appeared earlier in its group: a repeated seed (bit 2 of ``bad``; the
+    later hops' frontiers are distinct by construction)."""
     if over[0] != 0:
         return
     G = gp.size - 1
@@ -212,6 +227,8 @@ def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flag
             return
         h = tags[s] - stamp
         flags[sp] = 1 if h == sp else 0
+        if h != sp:
+            cuda.atomic.or_(bad, 0, BAD_REPEAT)
         ent = base + size + r * W
         o = i * W
         d = ncnt[i]
@@ -412,12 +429,23 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
     caps = _estimated(bounds, growth, G)
     if caps != bounds and _bytes(caps, ks, G, idx_bytes, val_bytes) <= budget:
         raw, host = _run(*args, caps=caps, exact=False, table=table)
+        _refuse_bad_seeds(host)
         if not host[-1]:
             return _trimmed(raw, host, ptr)
         del raw  # outgrown: the worst-case sizes below
     exact = _bytes(bounds, ks, G, idx_bytes, val_bytes) > budget
     raw, host = _run(*args, caps=bounds, exact=exact, table=table)
+    _refuse_bad_seeds(host)
     return _trimmed(raw, host, ptr)
+
+
+def _refuse_bad_seeds(host):
+    """Raise ``kernels.common.BadSeeds`` when the kernels flagged a seed (``host[-2]``)."""
+    if host[-2]:
+        raise BadSeeds(int(host[-2]))
+
+
+
 
 
 def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes, nodes,
@@ -430,9 +458,11 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
     L = len(ks)
     has_vals = value_mode != 0
     keys, tags, bits = _table(xp, G, n, caps, table)
-    # Every hop's group pointers and, last, the overflow flag: one read.
-    flat = full(xp, L * 2 * (G + 1) + 1, 0, np.int64)
-    sizes = flat[:-1].reshape(L, 2, G + 1)
+    # Every hop's group pointers, the bad-seed flag and, last, the overflow
+    # flag: one read.
+    flat = full(xp, L * 2 * (G + 1) + 2, 0, np.int64)
+    sizes = flat[:-2].reshape(L, 2, G + 1)
+    bad = flat[-2:-1]
     over = flat[-1:]
     gp = xp.asarray(ptr)
     gid = xp.asarray(np.asarray(group_ids, np.int64))
@@ -451,11 +481,11 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
                np.int64(a_has_values), a_prefix, a_positives, a_modes, np.int64(W),
                np.int64(W), np.uint64(seed), np.uint64(streams[h]), np.int64(replace),
                np.int64(value_mode),
-               keys, tags, np.int64(bits), stamp, col, pv, ncnt, over)
+               keys, tags, np.int64(bits), stamp, col, pv, ncnt, over, bad)
         hpos = xp.empty(cap * W, np.int64)
         flags = xp.empty(cap * w1, np.int64)
         launch(_hop_flags, cap, fr, gp, np.int64(n), np.int64(W), np.int64(cap), keys, tags,
-               np.int64(bits), stamp, col, ncnt, hpos, flags, over)
+               np.int64(bits), stamp, col, ncnt, hpos, flags, over, bad)
         incl = scan(xp, flags)
         next_cap = caps[h + 1] if not exact else min(cap * w1, G * n)
         bptr = xp.empty(cap + G, np.int64)
@@ -478,7 +508,7 @@ def _trimmed(raw, flat, ptr):
     """Each hop's arrays cut to their true sizes (``flat``: the sizes read back once),
     and each hop's growth."""
     G = ptr.size - 1
-    host = flat[:-1].reshape(len(raw), 2, G + 1)
+    host = flat[:-2].reshape(len(raw), 2, G + 1)
     growth = []
     hops = []
     dst_ptr = np.asarray(ptr, np.int64)

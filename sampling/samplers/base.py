@@ -19,17 +19,17 @@ import threading
 import warnings
 import weakref
 from dataclasses import dataclass
-from typing import Tuple
 
 import numpy as np
 
 from spla import backend, is_symmetric_pattern
 from spla import comm as C
-from spla.checks import as_int, as_u64, describe, fail, grouped_ids_stats
+from spla.checks import as_int, as_u64, describe, fail
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
                              InvalidValue)
 from spla.matrix import Matrix
 
+from sampling.samplers.batches import Batches, stack_batches
 from sampling.samplers.minibatch import Block, MiniBatch
 
 _LAYER_BITS = 8  # up to 255 layers per sampler
@@ -196,80 +196,6 @@ class SamplerConfig:
 
     def validate(self):  # pragma: no cover - overridden
         pass
-
-
-@dataclass(frozen=True)
-class Batches:
-    """k minibatches stacked: ``nodes[ptr[g]:ptr[g+1]]`` is minibatch g."""
-
-    nodes: object
-    ptr: object
-    ids: Tuple[int, ...]
-    #: ``ptr`` on the host (int64 numpy), for sizes without a device read
-    ptr_host: object = None
-
-    @property
-    def k(self):
-        return len(self.ids)
-
-
-def stack_batches(func, batches, n, xp, batch_ids=None):
-    """Validate and stack minibatches given as a list of 1-D arrays or a k x b array."""
-    if isinstance(batches, np.ndarray) or backend.device_of(batches) == "cuda":
-        arr = batches
-        if arr.ndim == 1:
-            fail(DimensionMismatch, func, "batches",
-                 "a list of 1-D arrays or a 2-D (k, b) array (wrap one minibatch in a list)",
-                 describe(arr))
-        if arr.ndim != 2:
-            fail(DimensionMismatch, func, "batches", "a 2-D (k, b) array", describe(arr))
-        parts = [arr[i] for i in range(arr.shape[0])]
-    elif isinstance(batches, (list, tuple)):
-        parts = list(batches)
-    else:
-        fail(DTypeError, func, "batches", "a list of 1-D arrays or a 2-D array", describe(batches))
-    if not parts:
-        fail(InvalidValue, func, "batches", "at least one minibatch", "none")
-    arrays = []
-    for i, b in enumerate(parts):
-        a = xp.asarray(b)
-        if a.ndim != 1:
-            fail(DimensionMismatch, func, f"batches[{i}]", "a 1-D array of vertex ids", describe(a))
-        if a.size == 0:
-            fail(InvalidValue, func, f"batches[{i}]", "a non-empty minibatch", "an empty one")
-        if a.dtype.kind not in "iu":
-            fail(DTypeError, func, f"batches[{i}]", "integer vertex ids", describe(a))
-        arrays.append(a.astype(np.int64, copy=False))
-    nodes = xp.concatenate(arrays)
-    sizes = np.array([a.size for a in arrays], np.int64)
-    ptr = np.zeros(len(arrays) + 1, np.int64)
-    np.cumsum(sizes, out=ptr[1:])
-    group = np.repeat(np.arange(len(arrays)), sizes)
-    lo, hi, repeat = grouped_ids_stats(nodes, group, n)  # one device read
-    if lo < 0 or hi >= n:
-        bad = lo if lo < 0 else hi
-        g = _group_of(arrays, bad)
-        fail(IndexOutOfRange, func, f"batches[{g}]", f"vertex ids in [0, {n})", bad)
-    if repeat is not None:
-        fail(InvalidValue, func, f"batches[{repeat[0]}]", "distinct seed vertices",
-             f"vertex {repeat[1]} twice")
-    if batch_ids is None:
-        ids = tuple(range(len(arrays)))
-    else:
-        ids = tuple(as_int(func, f"batch_ids[{i}]", b, minimum=0)
-                    for i, b in enumerate(batch_ids))
-        if len(ids) != len(arrays):
-            fail(DimensionMismatch, func, "batch_ids", f"{len(arrays)} ids", len(ids))
-    if ids and (max(ids) + 1) * n >= 2 ** 63:
-        fail(InvalidValue, func, "batch_ids", "ids with id * n_vertices < 2**63", max(ids))
-    return Batches(nodes, xp.asarray(ptr), ids, ptr)
-
-
-def _group_of(arrays, value):
-    for i, a in enumerate(arrays):
-        if bool((a == value).any()):
-            return i
-    return 0
 
 
 class DirectedGraphWarning(UserWarning):
@@ -519,7 +445,8 @@ class Sampler(abc.ABC):
                 fail(InvalidValue, func, "epoch", f"an integer below 2**{64 - _LAYER_BITS}",
                      epoch)
             xp = np if D is not None else self.A.xp
-            B = stack_batches(func, batches, self.num_nodes, xp, batch_ids)
+            B = stack_batches(func, batches, self.num_nodes, xp, batch_ids,
+                              check_ids=not (D is None and self._hops_check_ids(xp)))
             k = B.k
             if D is not None:
                 B = _own_share(B, owned_batches(B.k, D.layout, comm.Get_rank(),
@@ -532,7 +459,22 @@ class Sampler(abc.ABC):
             C.check_same(comm, func, "(len(batches), epoch, seed >> 32, seed % 2**32)",
                          [k, epoch, seed >> 32, seed & 0xFFFFFFFF])
         graph = self.graph if self.graph is not None else (D if D is not None else self.A)
-        return assemble(self._sample_stacked(B, seed, epoch), B.ids, graph)
+        try:
+            layers = self._sample_stacked(B, seed, epoch)
+        except (IndexOutOfRange, InvalidValue):
+            if B.checked:
+                raise
+            # The hops found a bad id: the usual check names it and its minibatch.
+            stack_batches(func, batches, self.num_nodes, xp, batch_ids)
+            raise
+        return assemble(layers, B.ids, graph)
+
+    def _hops_check_ids(self, xp):
+        """Whether this sampler's hops on ``xp``'s device check the minibatches'
+        ids as they go (``Batches.checked`` is then False and the sampler
+        passes its seeds to ``spla.sample_hops`` with ``check=True``); the
+        default: no, they are checked before sampling."""
+        return False
 
     def check_bulk(self, func, B):
         """Refuse a bulk whose sampling cannot be allocated (override in samplers).

@@ -1,4 +1,4 @@
-"""Splitting an epoch into minibatches, and minibatches into bulks.
+"""Splitting an epoch into minibatches, minibatches into bulks, and stacking a bulk.
 
 ``epoch_batches`` shuffles the training vertices (a counter-based
 permutation keyed by seed and epoch) and cuts them into disjoint minibatches
@@ -8,11 +8,14 @@ bytes one minibatch needs.
 """
 
 import math
+from dataclasses import dataclass
+from typing import Tuple
 
 import numpy as np
 
-from spla.checks import as_index_array, as_int, describe, fail
-from spla.exceptions import InvalidValue
+from spla import backend
+from spla.checks import as_index_array, as_int, describe, fail, grouped_ids_stats
+from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue
 from spla.random import permutation
 
 _EPOCH_STREAM = 0xE70C  # keeps epoch shuffles apart from sampling streams
@@ -247,3 +250,91 @@ def step_major_bulks(steps, ranks, per_bulk, positions):
                 ids[at] = j * ranks + r
         out.append(ids)
     return out
+
+
+@dataclass(frozen=True)
+class Batches:
+    """k minibatches stacked: ``nodes[ptr[g]:ptr[g+1]]`` is minibatch g."""
+
+    nodes: object
+    ptr: object
+    ids: Tuple[int, ...]
+    #: ``ptr`` on the host (int64 numpy), for sizes without a device read
+    ptr_host: object = None
+    #: Whether the ids were checked (range, distinct per minibatch); False
+    #: when the sampler's GPU hops check them as they go
+    checked: bool = True
+
+    @property
+    def k(self):
+        return len(self.ids)
+
+
+def stack_batches(func, batches, n, xp, batch_ids=None, check_ids=True):
+    """Validate and stack minibatches given as a list of 1-D arrays or a k x b array.
+
+    ``check_ids=False`` leaves the vertex ids' range and repeats unchecked
+    (the one device read of a GPU bulk's check), for a sampler whose hops
+    check them as they go; every other check runs.
+    """
+    if isinstance(batches, np.ndarray) or backend.device_of(batches) == "cuda":
+        arr = batches
+        if arr.ndim == 1:
+            fail(DimensionMismatch, func, "batches",
+                 "a list of 1-D arrays or a 2-D (k, b) array (wrap one minibatch in a list)",
+                 describe(arr))
+        if arr.ndim != 2:
+            fail(DimensionMismatch, func, "batches", "a 2-D (k, b) array", describe(arr))
+        parts = [arr[i] for i in range(arr.shape[0])]
+    elif isinstance(batches, (list, tuple)):
+        parts = list(batches)
+    else:
+        fail(DTypeError, func, "batches", "a list of 1-D arrays or a 2-D array", describe(batches))
+    if not parts:
+        fail(InvalidValue, func, "batches", "at least one minibatch", "none")
+    arrays = []
+    for i, b in enumerate(parts):
+        a = xp.asarray(b)
+        if a.ndim != 1:
+            fail(DimensionMismatch, func, f"batches[{i}]", "a 1-D array of vertex ids", describe(a))
+        if a.size == 0:
+            fail(InvalidValue, func, f"batches[{i}]", "a non-empty minibatch", "an empty one")
+        if a.dtype.kind not in "iu":
+            fail(DTypeError, func, f"batches[{i}]", "integer vertex ids", describe(a))
+        arrays.append(a.astype(np.int64, copy=False))
+    nodes = xp.concatenate(arrays)
+    sizes = np.array([a.size for a in arrays], np.int64)
+    ptr = np.zeros(len(arrays) + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    if check_ids:
+        _check_ids(func, arrays, nodes, sizes, n)
+    if batch_ids is None:
+        ids = tuple(range(len(arrays)))
+    else:
+        ids = tuple(as_int(func, f"batch_ids[{i}]", b, minimum=0)
+                    for i, b in enumerate(batch_ids))
+        if len(ids) != len(arrays):
+            fail(DimensionMismatch, func, "batch_ids", f"{len(arrays)} ids", len(ids))
+    if ids and (max(ids) + 1) * n >= 2 ** 63:
+        fail(InvalidValue, func, "batch_ids", "ids with id * n_vertices < 2**63", max(ids))
+    return Batches(nodes, xp.asarray(ptr), ids, ptr, check_ids)
+
+
+def _check_ids(func, arrays, nodes, sizes, n):
+    """Every minibatch's ids in ``[0, n)`` and distinct (one device read)."""
+    group = np.repeat(np.arange(len(arrays)), sizes)
+    lo, hi, repeat = grouped_ids_stats(nodes, group, n)
+    if lo < 0 or hi >= n:
+        bad = lo if lo < 0 else hi
+        g = _group_of(arrays, bad)
+        fail(IndexOutOfRange, func, f"batches[{g}]", f"vertex ids in [0, {n})", bad)
+    if repeat is not None:
+        fail(InvalidValue, func, f"batches[{repeat[0]}]", "distinct seed vertices",
+             f"vertex {repeat[1]} twice")
+
+
+def _group_of(arrays, value):
+    for i, a in enumerate(arrays):
+        if bool((a == value).any()):
+            return i
+    return 0

@@ -216,6 +216,11 @@ class GraphSAGE(Sampler):
                      f"{limit / 2**30:.3g} GiB); lower it or sample without replacement", f)
             rows = np.array([min(n, r * (1 + f)) for r in rows], dtype=object)
 
+    def _hops_check_ids(self, xp):
+        # On a GPU, spla's hops check the seeds as they go (with the sizes
+        # they read back anyway) or, where they cannot, before they start.
+        return xp is not np
+
     def _sample_stacked(self, B, seed, epoch):
         # Every hop is ``sample_rows(selection(frontier) @ A)`` then
         # ``compact_columns_blockwise``; spla runs them (fused on a GPU).
@@ -224,4 +229,4 @@ class GraphSAGE(Sampler):
                            seed=seed, streams=[stream_of(epoch, h) for h in range(len(ks))],
                            group_ids=B.ids, replace=self.config.replace,
                            weighted=self.config.weighted,
-                           materialize=self.config.materialize, check=False)
+                           materialize=self.config.materialize, check=not B.checked)

@@ -41,7 +41,8 @@ from spla.sample import K_ALL, sample_rows
 from spla.structure import compact_columns_blockwise, split_blocks
 
 from sampling.samplers.base import (MAX_LAYER_SIZE, _own_share as own_share, owned_batches,
-                                    stack_batches, stream_of)
+                                    stream_of)
+from sampling.samplers.batches import stack_batches
 from sampling.samplers.minibatch import Block, DglBlockLayout
 
 

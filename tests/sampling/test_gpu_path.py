@@ -26,9 +26,10 @@ pytestmark = pytest.mark.skipif(
     reason="runs only in the CUDA-simulator child process started by "
            "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
 
-#: The fused path's budget (issue: at most 6 launches per hop, 2 reads per bulk).
+#: The fused path's budget (issue: at most 6 launches per hop, 2 reads per bulk;
+#: the hops check the seeds as they go, so one read is the sizes').
 LAUNCHES_PER_HOP = 6
-READS_PER_BULK = 2
+READS_PER_BULK = 1
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +144,7 @@ def test_sim_hop_tables_and_exact_sizes(cp, table, exact):
 
 
 def test_sim_fused_hops_keep_their_budget(cp):
-    """Counted by the stand-in: per hop at most 6 launches, per bulk at most 2 reads."""
+    """Counted by the stand-in: per hop at most 6 launches, per bulk one read."""
     import fake_cupy
     import spla
     from kernels import opcount
@@ -172,6 +173,47 @@ def test_sim_fused_hops_keep_their_budget(cp):
     assert fake_cupy.STATS["reads"] == 1
     assert tally.launches == launches
     assert len(mbs) == 4
+
+
+@pytest.mark.parametrize("bad", ["negative", "too large", "repeated", "repeated late"])
+@pytest.mark.parametrize("table", ["dense", "hash"])
+def test_sim_bad_seeds_raise_as_on_the_cpu(cp, bad, table, monkeypatch):
+    """The GPU's hops check the seeds as they go; a bad one raises the very
+    error the CPU's check before sampling raises (same class, same message),
+    from the sampler and from ``spla.sample_hops``."""
+    import kernels.cuda.hops as hops
+    import spla
+    from sampling import GraphSAGE
+    from spla.exceptions import SplaError
+    monkeypatch.setattr(hops, "DENSE_SLOTS", 1 << 28 if table == "dense" else 0)
+    A, _ = _graph(seed=4)
+    n = A.nrows
+    seeds = _seeds(n, k=3)
+    g, pos = 1, 3
+    if bad == "negative":
+        seeds[g][pos] = -2
+    elif bad == "too large":
+        seeds[g][pos] = n + 5
+    elif bad == "repeated":
+        seeds[g][pos] = seeds[g][0]
+    else:
+        seeds[2][-1] = seeds[2][-2]
+
+    def error(fn):
+        with pytest.raises(SplaError) as info:
+            fn()
+        return type(info.value), str(info.value)
+
+    for make in (lambda G: GraphSAGE(G, [3, 2]).sample,):
+        want = error(lambda: make(A)(seeds, seed=1))
+        got = error(lambda: make(A.to("cuda"))([cp.asarray(x) for x in seeds], seed=1))
+        assert got == want
+    nodes = np.concatenate(seeds)
+    ptr = np.cumsum([0] + [x.size for x in seeds])
+    want = error(lambda: spla.sample_hops(A, nodes, ptr, [3, 2], seed=1, streams=[0, 1]))
+    got = error(lambda: spla.sample_hops(A.to("cuda"), cp.asarray(nodes), ptr, [3, 2], seed=1,
+                                         streams=[0, 1]))
+    assert got == want
 
 
 @pytest.mark.parametrize("table", ["dense", "hash"])
