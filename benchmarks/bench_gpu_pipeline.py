@@ -29,9 +29,13 @@ Prints a markdown table; ``--out FILE`` appends it to FILE.
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
+
+# The repository's packages, whether or not the project is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def parse_args(argv=None):
