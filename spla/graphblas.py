@@ -21,9 +21,8 @@ from spla.mask import (check_write, dense_flags, dense_union, entries, finish, m
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 from spla.operators import as_binary
-from spla.arrays import narrow_indices
-from spla.product import (cast, expand, generic_product, masked_kernels, prepare,
-                          transpose_pattern, transposed_values)
+from spla.product import (cast, generic_product, masked_kernels, prepare, transpose_pattern,
+                          transposed_values)
 from spla.semiring import as_monoid, as_semiring, plus_times
 from spla.vector import Vector
 
@@ -77,8 +76,7 @@ def _product_vec(func, A, u, sr, mask, push):
         L, R = A, u._as_col()
     lv, rv, out_dt, kernel_ok = prepare(L, R, sr)
     if not kernel_ok:
-        T = _user_monoid_product(func, L, R, sr, lv, rv) if sr.monoid.op is not None \
-            else generic_product(L, R, sr, lv, rv)
+        T = generic_product(L, R, sr, lv, rv)
         return (Vector._from_row(T) if push else Vector._from_col(T)), mask is None
     cdt = np.dtype(np.bool_) if out_dt is None else out_dt
     one = xp.ones(1, cdt)
@@ -119,34 +117,6 @@ def _product_vec(func, A, u, sr, mask, push):
     if out_dt is not None and idx.size < n_out:
         w = w[idx]  # a full result keeps the kernel's own array
     return Vector._new(idx, None if out_dt is None else w, n_out), True
-
-
-def _user_monoid_product(func, A, B, sr, av, bv):
-    """``generic_product`` for a user monoid: every term expanded, the terms
-    of an output (in increasing inner index) folded by ``Monoid.reduceat``."""
-    on_gpu = A.device == "cuda"
-    if on_gpu:  # user operators run on the host
-        A, B = A.to("cpu"), B.to("cpu")
-        av, bv = (None if v is None else backend.to_host(v) for v in (av, bv))
-    a_pos, b_pos, i, k, j = expand(A, B)
-    x = np.ones(a_pos.size, np.int64) if av is None else av[a_pos]
-    y = np.ones(b_pos.size, np.int64) if bv is None else bv[b_pos]
-    b = sr.binop
-    if b.positional:  # ids already substituted by prepare
-        t = x if b.positional.startswith("first") else y
-    else:
-        t = b(x, y, i, j, func=func)
-    n = np.int64(max(B.ncols, 1))
-    keys = i * n + j
-    order = np.argsort(keys, kind="stable")  # keeps each output's terms by inner index
-    keys, t = keys[order], t[order]
-    starts = np.flatnonzero(np.concatenate([np.ones(min(keys.size, 1), bool),
-                                            keys[1:] != keys[:-1]]))
-    vals = sr.monoid.reduceat(t, starts, func=func)
-    ptr = np.searchsorted(keys[starts] // n, np.arange(A.nrows + 1, dtype=np.int64))
-    C = Matrix._new(ptr.astype(np.int64), narrow_indices(keys[starts] % n, B.ncols),
-                    vals, (A.nrows, B.ncols))
-    return C.to("cuda") if on_gpu else C
 
 
 def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):

@@ -196,6 +196,8 @@ def transposed_values(A, vals, dt):
 def fold_all(xp, vals, monoid):
     """All of ``vals`` folded with a monoid, as a length-1 array (``vals``
     non-empty): the arithmetic of ``reduce_runs`` over one run, without keys."""
+    if monoid.op is not None:  # a user monoid: folded by the monoid itself
+        return xp.asarray(monoid.reduceat(backend.to_host(vals), np.zeros(1, np.int64)))
     if monoid.name == "any":
         return vals[:1]
     if monoid.logical:
@@ -223,6 +225,9 @@ def reduce_runs(xp, keys, vals, monoid):
     if keys.size == 0:
         return keys, vals
     starts = xp.flatnonzero(xp.concatenate([xp.ones(1, bool), keys[1:] != keys[:-1]]))
+    if monoid.op is not None:  # a user monoid: each run folded in order by the monoid
+        out = monoid.reduceat(backend.to_host(vals), backend.to_host(starts), func="mxm")
+        return keys[starts], xp.asarray(out)
     if monoid.name == "any":
         return keys[starts], vals[starts]
     uf = _UFUNCS[monoid.name]

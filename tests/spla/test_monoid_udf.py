@@ -177,9 +177,6 @@ def test_logical_monoids_fold_truth_values():
     assert spla.reduce_scalar(A, "lxor") == 1
 
 
-@pytest.mark.xfail(strict=True, raises=KeyError,
-                   reason="spla/product.py's reduce_runs folds by ufunc name: a user monoid "
-                          "needs it to fold through Monoid.reduceat")
 def test_mxm_with_a_user_monoid_semiring():
     A, D = draw_matrix(5, 4, 4)
     got = spla.mxm(A, A, Semiring(FIRSTNZ, binary.times)).new()
