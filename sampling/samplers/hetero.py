@@ -22,6 +22,7 @@ above otherwise); distributed relations run the composition here, their
 rows fetched per hop.
 """
 
+import copy
 from dataclasses import dataclass, field
 from typing import Dict, List
 
@@ -336,6 +337,46 @@ class HeteroGraphSAGE:
     @property
     def num_layers(self):
         return len(self.fanouts[0])
+
+    def dup(self):
+        """Collective when distributed: a twin that samples on duplicated communicators.
+
+        As ``Sampler.dup``: the twin samples exactly what this sampler
+        samples, but every distributed relation it fetches rows of is a
+        ``DistMatrix.dup()``, so a background thread may sample with it
+        while this thread communicates (``NodeLoader(prefetch=k)`` under
+        MPI).  A sampler of local relations returns itself.  Every rank must
+        call it.
+
+        Returns
+        -------
+        HeteroGraphSAGE
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> from sampling import HeteroGraph, HeteroGraphSAGE
+        >>> A = spla.Matrix.from_dense(np.ones((3, 3)))
+        >>> G = HeteroGraph({"p": 3}, {("p", "c", "p"): spla.distribute(A)})   # on 1 rank
+        >>> s = HeteroGraphSAGE(G, [2])
+        >>> t = s.dup()
+        >>> t.comm is s.comm, t.mats[0].comm is t.comm
+        (False, True)
+        >>> t.sample([[0, 1]], node_type="p", seed=4) == s.sample([[0, 1]], node_type="p", seed=4)
+        True
+        """
+        if self.comm is None:
+            return self
+        twin = copy.copy(self)
+        twins = {}
+        # In relation order, the same on every rank: each dup is collective.
+        for A in self.mats:
+            if id(A) not in twins:
+                twins[id(A)] = A.dup()
+        twin.mats = [twins[id(A)] for A in self.mats]
+        twin.comm = twin.mats[0].comm
+        twin._by_src = None
+        return twin
 
     def sample(self, batches, *, node_type, seed, epoch=0, batch_ids=None):
         """Sample k minibatches of seeds of ``node_type`` in one bulk pass.

@@ -83,16 +83,19 @@ def test_dist_embedding_matches_single_process(comm):
     assert empty.shape[1] == dim
 
 
-def test_node_loader_over_distributed_relations(comm):
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_node_loader_over_distributed_relations(comm, prefetch):
     """NodeLoader with (type, ids) seeds runs the homogeneous epoch loop: every rank the
-    same number of steps, step s of rank r minibatch s * p + r, each the one-process one."""
+    same number of steps, step s of rank r minibatch s * p + r, each the one-process one;
+    with prefetch, a background thread samples on the sampler's twin (``dup()``)."""
     pytest.importorskip("torch")
     import numpy as np
     from sampling import NodeLoader
     G = mag_dataset(6).to_undirected()
     train = G.split("train", "paper")
     D = _distributed(G, comm, "1d", 1, False)
-    loader = NodeLoader(HeteroGraphSAGE(D, [3, 2]), ("paper", train), 8, bulk=2, seed=7)
+    loader = NodeLoader(HeteroGraphSAGE(D, [3, 2]), ("paper", train), 8, bulk=2, seed=7,
+                        prefetch=prefetch)
     ref = HeteroGraphSAGE(G, [3, 2])
     mbs = list(loader)
     p, r = comm.Get_size(), comm.Get_rank()
