@@ -165,10 +165,14 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
         hops = backend.kernels_for(M.device).hops
         if not hops.fusable(ks, replace=replace, weighted=weighted, n=n):
             hops = None
-    # Hops that check their seeds as they go (the GPU's) report a bad one
-    # with their sizes, so the seeds are not read back before the bulk.
-    if check and not (hops is not None and hops.CHECKS_SEEDS):
-        _check_seeds(func, seeds, ptr, n)
+    # Fused hops find a seed repeated in its group as they relabel (the
+    # GPU's a seed out of range too, reported with their sizes): the seeds
+    # are not sorted, nor read back from a device, before the bulk.
+    if check:
+        if hops is None or not hops.CHECKS_SEED_REPEATS:
+            _check_seeds(func, seeds, ptr, n)
+        elif not hops.CHECKS_SEED_RANGE:
+            _check_seed_range(func, seeds, n)
     if G == 0 and D is None:
         return [([], seeds, ptr, seeds, ptr) for _ in ks]
     # (A rank of a distributed graph with no group still takes part in each
@@ -236,11 +240,21 @@ def _check_seeds(func, seeds, ptr, n):
         return
     group = np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
     lo, hi, repeat = grouped_ids_stats(seeds, group, n)
-    if lo < 0 or hi >= n:
-        fail(IndexOutOfRange, func, "seeds", f"vertices in [0, {n})", lo if lo < 0 else hi)
+    _refuse_range(func, lo, hi, n)
     if repeat is not None:
         fail(InvalidValue, func, "seeds", "distinct seeds within each group",
              f"vertex {repeat[1]} twice in group {repeat[0]}")
+
+
+def _check_seed_range(func, seeds, n):
+    """Seeds in ``[0, n)`` (host seeds: a minimum and a maximum, no sort)."""
+    if seeds.size:
+        _refuse_range(func, int(seeds.min()), int(seeds.max()), n)
+
+
+def _refuse_range(func, lo, hi, n):
+    if lo < 0 or hi >= n:
+        fail(IndexOutOfRange, func, "seeds", f"vertices in [0, {n})", lo if lo < 0 else hi)
 
 
 def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):

@@ -24,7 +24,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import probe, row_key, sort_range, table_bits
+from kernels.common import BadSeeds, probe, row_key, sort_range, table_bits
 from kernels.cpu.group_scratch import dense_map, group_bounds, start_group
 from kernels.its import uniform_picks
 from kernels.parallel import over_rows, parallel_kernel
@@ -46,8 +46,12 @@ CHUNK = 256
 FUSED_MAX_VERTICES = 1 << 19
 
 
-#: These hops trust their seeds: callers check them first (on the host, cheaply).
-CHECKS_SEEDS = False
+#: These hops find a seed repeated within its group as they relabel (raising
+#: ``kernels.common.BadSeeds``), but read past the graph for a seed outside
+#: ``[0, n)``: the caller checks the range first (a minimum and a maximum).
+CHECKS_SEED_REPEATS = True
+CHECKS_SEED_RANGE = False
+BAD_REPEAT = 2
 
 
 def fusable(ks, replace=False, weighted=False, n=0):
@@ -193,14 +197,16 @@ def _scratch(g0, g1, gptr, optr, n):
 
 @numba.njit(cache=True, inline="always")
 def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp, cnt, out,
-            drawn):
+            drawn, rep):
     """Groups ``g0:g1`` (one worker's): every row's picks, relabelled, into
     ``out``; each group's columns in order into ``tmp`` (at the group's
     offset ``gptr[g] + optr[gptr[g]]``), their count into ``cnt[g + 1]``.
 
     Rows are drawn here, a chunk at a time, and leave sorted; or, when the
     caller drew them (``drawn``: every row's columns, ascending), their ids
-    are left in column order for the caller to sort.
+    are left in column order for the caller to sort.  A frontier vertex
+    met twice in its group (a repeated seed) sets ``rep[0]`` (the blocks
+    are then not to be used).
     """
     dense, tags, table, widest, span = _scratch(g0, g1, gptr, optr, n)
     pre = drawn.size > 0
@@ -213,10 +219,14 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
         w = (gptr[g + 1] - gptr[g]) + (optr[gptr[g + 1]] - optr[gptr[g]])
         bits, tag_base = start_group(dense, tags, table, w, tag_base, TAG_LIMIT)
         off = gptr[g] + optr[gptr[g]]
-        # The frontier leads, in its order (its vertices are distinct).
+        # The frontier leads, in its order (its vertices are distinct, or
+        # the seeds were not: flagged, for the caller's check).
         m = np.int64(0)
         for i in range(gptr[g], gptr[g + 1]):
-            _, slot = _find(nodes[i], dense, tags, tag_base, table, bits)
+            seen, slot = _find(nodes[i], dense, tags, tag_base, table, bits)
+            if seen:
+                rep[0] = 1
+                continue
             _add(nodes[i], m, slot, dense, tags, tag_base, table)
             tmp[off + m] = nodes[i]
             m += 1
@@ -249,7 +259,8 @@ def _hop_work(a_ptr, a_idx, nodes, gptr, gids, k, *rest):
 # faster than the serial twin, and one twin compiles in half the time.
 @parallel_kernel(_hop_work, threshold=0)
 def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
-    """One fused hop of every group; returns ``(bptr, bidx, src, cnt, optr)``."""
+    """One fused hop of every group; returns ``(bptr, bidx, src, cnt, optr,
+    repeated)``, ``repeated`` nonzero when a group's frontier repeats a vertex."""
     n = a_ptr.size - 1
     R = nodes.size
     G = gptr.size - 1
@@ -275,13 +286,14 @@ def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
             c1 = min(R, c0 + CHUNK)
             _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream,
                            np.empty(CHUNK, np.int64), pos[optr[c0]:], drawn[optr[c0]:])
+    rep = np.zeros(1, np.int64)
     if bounds.size == 2:
         _worker(bounds[0], bounds[1], a_ptr, a_idx, nodes, gptr, gids, n, optr, seed,
-                stream, tmp, cnt, out, drawn)
+                stream, tmp, cnt, out, drawn, rep)
     else:
         for c in prange(bounds.size - 1):
             _worker(bounds[c], bounds[c + 1], a_ptr, a_idx, nodes, gptr, gids, n, optr,
-                    seed, stream, tmp, cnt, out, drawn)
+                    seed, stream, tmp, cnt, out, drawn, rep)
     if drawn.size:
         for i in prange(R):
             sort_range(out, optr[i], optr[i + 1])
@@ -296,7 +308,7 @@ def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
         e0 = optr[gptr[g]]
         for i in range(gptr[g], gptr[g + 1] + 1):
             bptr[i + g] = optr[i] - e0
-    return bptr, out, src, cnt, optr
+    return bptr, out, src, cnt, optr, rep[0]
 
 
 def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
@@ -327,8 +339,11 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
     ptr = np.asarray(ptr, np.int64)
     hops = []
     for k, stream in zip(ks, streams):
-        bptr, bidx, src, cnt, optr = _hop(a_indptr, a_indices, nodes, ptr, gids, np.int64(k),
-                                          np.uint64(seed), np.uint64(stream), parts, out_type)
+        bptr, bidx, src, cnt, optr, repeated = _hop(a_indptr, a_indices, nodes, ptr, gids,
+                                                    np.int64(k), np.uint64(seed),
+                                                    np.uint64(stream), parts, out_type)
+        if repeated:
+            raise BadSeeds(BAD_REPEAT)
         hops.append((bptr, bidx, None, nodes, ptr, src, cnt, optr[ptr]))
         nodes, ptr = src, cnt
     return hops, None

@@ -84,9 +84,10 @@ MAX_SLOTS = 1024
 #: Dense tables up to this many slots (8 bytes each); hash tables beyond.
 DENSE_SLOTS = 1 << 28
 #: Bits of the bad-seed flag (``BadSeeds.code``): a seed outside ``[0, n)``, a
-#: seed twice in a group.  The hops check their seeds as they go
-#: (``CHECKS_SEEDS``): a caller need not read them back before a bulk.
-CHECKS_SEEDS = True
+#: seed twice in a group.  The hops check both as they go: a caller need not
+#: read the seeds back before a bulk.
+CHECKS_SEED_REPEATS = True
+CHECKS_SEED_RANGE = True
 BAD_RANGE = np.int64(1)
 BAD_REPEAT = np.int64(2)
 

@@ -217,9 +217,10 @@ class GraphSAGE(Sampler):
             rows = np.array([min(n, r * (1 + f)) for r in rows], dtype=object)
 
     def _hops_check_ids(self, xp):
-        # On a GPU, spla's hops check the seeds as they go (with the sizes
-        # they read back anyway) or, where they cannot, before they start.
-        return xp is not np
+        # spla's fused hops check the seeds as they go (a repeat found while
+        # relabelling, on a GPU a bad range too, read with the sizes), and
+        # its other paths before they start: no sort of the seeds here.
+        return True
 
     def _sample_stacked(self, B, seed, epoch):
         # Every hop is ``sample_rows(selection(frontier) @ A)`` then
