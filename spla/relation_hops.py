@@ -266,8 +266,8 @@ class RelationStack:
         for j, A in enumerate(self.mats):
             nodes, p = frontiers[j]
             if ks[j] == 0 or not len(nodes):
-                vals = (np.zeros(0, np.float32) if replace else
-                        np.zeros(0, A.values.dtype) if weighted else None)
+                vals = (xp.zeros(0, np.float32) if replace else
+                        xp.zeros(0, A.values.dtype) if weighted else None)
                 parts.append(Matrix.from_csr(xp.zeros(len(nodes) + 1, np.int64),
                                              xp.zeros(0, np.int64), vals,
                                              (len(nodes), self.ncols), check=False,

@@ -331,6 +331,10 @@ class HeteroGraphSAGE:
                     # A distributed relation keeps its values; the hop
                     # samples its rows' pattern (a structural product).
                     mats.append(A if self.comm is not None else A.structure())
+        devices = sorted({M.device for M in (A.local if self.comm is not None else A
+                                             for A in mats)})
+        if len(devices) > 1:
+            fail(InvalidValue, func, "G", "relations on one device", f"on {devices}")
         self.mats = mats
         self._by_src = None
 
@@ -403,7 +407,9 @@ class HeteroGraphSAGE:
             seed = as_u64(func, "seed", seed)
             epoch = as_int(func, "epoch", epoch, minimum=0)
             stream_of(epoch, 0)  # range check
-            B = stack_batches(func, batches, G.num_nodes[node_type], np, batch_ids)
+            # Seeds on the relations' device (the host for distributed ones).
+            xp = np if comm is not None else self.mats[0].xp
+            B = stack_batches(func, batches, G.num_nodes[node_type], xp, batch_ids)
             k = B.k
             ids = np.asarray(B.ids, np.int64)
             R, nmax = len(self.mats), max(G.num_nodes.values())
@@ -418,8 +424,9 @@ class HeteroGraphSAGE:
             B = own_share(B, owned_batches(k, layout, comm.Get_rank(), False))
             ids = np.asarray(B.ids, np.int64)
         empty = np.zeros(ids.size + 1, np.int64)
-        front = {t: (np.zeros(0, np.int64), empty) for t in G.node_types}
-        front[node_type] = (np.asarray(B.nodes, np.int64), np.asarray(B.ptr_host, np.int64))
+        front = {t: (xp.zeros(0, np.int64), empty) for t in G.node_types}
+        front[node_type] = (B.nodes.astype(np.int64, copy=False),
+                            np.asarray(B.ptr_host, np.int64))
         layers = []
         for hop in range(self.num_layers):
             blocks, nxt = self._layer(front, hop, seed, stream_of(epoch, hop), ids)
@@ -483,7 +490,7 @@ class HeteroGraphSAGE:
                 [front[rels[r][2]] for r in rs], [self.fanouts[r][hop] for r in rs], nodes, ptr,
                 seed=seed, stream=stream, group_ids=ids, replace=self.replace,
                 weighted=self.weighted)
-            nxt[t] = (np.asarray(src, np.int64), src_ptr)
+            nxt[t] = (src.astype(np.int64, copy=False), src_ptr)
             for j, r in enumerate(rs):
                 blocks[rels[r]] = per[j]
         return blocks, nxt

@@ -332,3 +332,44 @@ def test_sim_graph_in_mapped_host_memory(cp):
     want = GraphSAGE(W, [3, 2], weighted=True).sample(seeds, seed=5)
     got = GraphSAGE(H, [3, 2], weighted=True).sample([cp.asarray(s) for s in seeds], seed=5)
     assert_same_minibatches(got, want)
+
+
+@pytest.mark.parametrize("mode", ["uniform", "replace", "weighted"])
+def test_sim_hetero_graphsage_gpu_equals_cpu(cp, mode):
+    """HeteroGraphSAGE on relations in device memory gives the CPU's minibatches
+    (the relation hops' composition on the GPU, the fused kernel on the CPU)."""
+    from sampling import HeteroGraph, HeteroGraphSAGE
+    from sampling.datasets.mag import mag_dataset
+    H = mag_dataset(5).to_undirected()
+    rng = np.random.default_rng(3)
+    rels = {r: (A.with_values(rng.random(A.nnz).astype(np.float32) + 0.1)
+                if mode == "weighted" else A) for r, A in H.relations.items()}
+    kw = dict(replace=mode == "replace", weighted=mode == "weighted")
+    seeds = [rng.choice(H.split("train", "paper"), 5, replace=False) for _ in range(2)]
+    want = HeteroGraphSAGE(HeteroGraph(H.num_nodes, rels), [3, 2], **kw).sample(
+        seeds, node_type="paper", seed=3)
+    dev = HeteroGraph(H.num_nodes, {r: A.to("cuda") for r, A in rels.items()})
+    got = HeteroGraphSAGE(dev, [3, 2], **kw).sample([cp.asarray(s) for s in seeds],
+                                                     node_type="paper", seed=3)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        for lg, lw in zip(g.layers, w.layers):
+            assert sorted(lg.blocks) == sorted(lw.blocks)
+            for r, bw in lw.blocks.items():
+                bg = lg.blocks[r]
+                assert bg.adj.device == "cuda"
+                assert bg.adj.to("cpu").isequal(bw.adj)
+                assert np.array_equal(_host(bg.dst_nodes), _host(bw.dst_nodes))
+                assert np.array_equal(_host(bg.src_nodes), _host(bw.src_nodes))
+
+
+def test_sim_hetero_relations_on_two_devices_are_refused(cp):
+    from sampling import HeteroGraph, HeteroGraphSAGE
+    from sampling.datasets.mag import mag_dataset
+    from spla.exceptions import InvalidValue
+    H = mag_dataset(4).to_undirected()
+    rels = dict(H.relations)
+    first = next(iter(rels))
+    rels[first] = rels[first].to("cuda")
+    with pytest.raises(InvalidValue, match="relations on one device"):
+        HeteroGraphSAGE(HeteroGraph(H.num_nodes, rels), [2])
