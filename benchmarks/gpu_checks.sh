@@ -1,0 +1,47 @@
+#!/bin/bash
+# One device session, in priority order, each step under its own time limit
+# (a lent GPU comes with minutes, not hours; what a step leaves under $OUT,
+# or under ./gpu_out without $OUT, is kept even when a later step stops):
+#
+#   bash benchmarks/gpu_checks.sh            # about 7 minutes on an H200
+#
+# 1. the GPU tests, verbose, every test under a 100 s timeout that prints
+#    every thread's stack when it fires (a hang names its place);
+# 2. the sampler and SpGEMM benchmarks with the host profile and the trace;
+# 3. UVA, the device feature cache, the pipeline and placements;
+# 4. GPU minibatches against the CPU's (slowest: the CPU references compile).
+# Python packages missing on the device travel as wheels (see the device
+# notes of the workplace); PYTHONPATH may point at them.
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+t0=$(date +%s)
+step() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+step tests
+timeout 150 python3 -m pytest -n 8 -v --timeout 100 --timeout-method thread -p no:cacheprovider \
+  -o addopts= -W ignore -k "(cupy or gpu) and not test_gpu_path" tests/kernels tests/spla \
+  tests/sampling > "$OUT/tests.txt" 2>&1
+echo "rc=$?"; grep -E "FAILED|ERROR|Timeout|passed|failed" "$OUT/tests.txt" | grep -v PASSED | head -20
+step samplers
+timeout 200 python3 -W ignore benchmarks/bench_gpu.py --no-tests \
+  --sections graphsage,layerwise,trace,spgemm --profile --no-unfused --repeats 3 --watchdog 195 \
+  --out "$OUT/gpu.md" > "$OUT/gpu.log" 2>&1
+echo "rc=$?"; grep -E "^GraphSAGE|^LADIES|^FastGCN|^trace|^A @ A|^Q @ A|Error" "$OUT/gpu.log" | cut -c1-300
+step uva
+timeout 70 python3 -W ignore benchmarks/bench_gpu.py --no-tests --sections uva --repeats 3 \
+  --out "$OUT/uva.md" > "$OUT/uva.log" 2>&1
+echo "rc=$?"; grep -E "^GraphSAGE|Error" "$OUT/uva.log"
+step cache
+timeout 50 python3 -W ignore benchmarks/bench_gpu_cache.py --repeats 3 --out "$OUT/cache.md" \
+  > "$OUT/cache.log" 2>&1
+echo "rc=$?"; tail -4 "$OUT/cache.log" | cut -c1-300
+step pipeline
+timeout 110 python3 -W ignore benchmarks/bench_gpu_pipeline.py --epochs 1 --datasets cora \
+  --out "$OUT/pipe.md" > "$OUT/pipe.log" 2>&1
+echo "rc=$?"; grep -E "^\||Error" "$OUT/pipe.log" | cut -c1-300 | head -12
+step equal
+timeout 120 python3 -W ignore benchmarks/bench_gpu.py --no-tests --sections equal \
+  --out "$OUT/equal.md" > "$OUT/equal.log" 2>&1
+echo "rc=$?"; grep -E "GPU == CPU" "$OUT/equal.log"
+step done
