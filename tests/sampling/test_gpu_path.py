@@ -280,12 +280,19 @@ def test_sim_sample_hops_remembers_the_growth(cp):
 #: hidden in data-sized operations such as boolean indexing too).  A ceiling
 #: that only comes down: each read drains the GPU's queue.
 LAYERWISE_READS = {"ladies": 37, "fastgcn": 23}
+#: Device operations of the same bulk of one minibatch (kernels, cupy calls),
+#: and the most each further minibatch may add (one block per layer cut from
+#: its rows: a subtraction each).  Ceilings that only come down: each costs
+#: 10-13 us of host time on a GPU (``benchmarks/results/gpu_h200.md``).
+LAYERWISE_LAUNCHES = {"ladies": 592, "fastgcn": 340}
+LAUNCHES_PER_MINIBATCH = 4
 
 
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn"])
 def test_sim_layerwise_reads_per_bulk(cp, sampler, monkeypatch):
     """A layer-wise bulk's blocking reads stay under their ceiling and do not
-    grow with the number of minibatches in it."""
+    grow with the number of minibatches in it; its device operations stay
+    under theirs and grow by a few per minibatch."""
     import fake_cupy
     import kernels.cuda._util as cuda_util
     from sampling import FastGCN, LADIES
@@ -297,13 +304,16 @@ def test_sim_layerwise_reads_per_bulk(cp, sampler, monkeypatch):
     seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=2)]
     s = cls(A.to("cuda"), [6, 5])
     s.sample(seeds[:1], seed=3)            # the graph's one-off work is done
-    reads = []
+    reads, launches = [], []
     for k in (1, 2):
         fake_cupy.reset()
         s.sample(seeds[:k], seed=3, epoch=1)
         reads.append(fake_cupy.STATS["reads"])
+        launches.append(fake_cupy.STATS["launches"])
     assert reads[0] == reads[1], reads
     assert reads[0] <= LAYERWISE_READS[sampler], reads
+    assert launches[0] <= LAYERWISE_LAUNCHES[sampler], launches
+    assert launches[1] - launches[0] <= LAUNCHES_PER_MINIBATCH, launches
 
 
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn"])
