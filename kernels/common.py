@@ -481,9 +481,15 @@ def use_dense_map(n_entries, n_cols_selected, ncols):
     return int(ncols) <= DENSE_MAP_FACTOR * (int(n_entries) + int(n_cols_selected))
 
 
+#: ``BadSeeds.code`` bits: a seed outside ``[0, n)``, a seed twice in its group.
+BAD_RANGE = np.int64(1)
+BAD_REPEAT = np.int64(2)
+
+
 class BadSeeds(ValueError):
     """A sampling kernel met seed vertices it was told were valid: one outside
-    ``[0, n)`` (``code & 1``) or one repeated within its group (``code & 2``).
+    ``[0, n)`` (``code & BAD_RANGE``) or one repeated within its group
+    (``code & BAD_REPEAT``).
 
     Kernels that check seeds as they go (the GPU's fused hops) raise it
     after their one read of sizes and flags; spla then runs its precise

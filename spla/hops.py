@@ -300,12 +300,12 @@ def _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, mater
     """The hops operator by operator (CPU, distributed graphs, ablations)."""
     n = M.ncols
     xp = backend.xp_of_array(seeds)
+    # Group pointers stay on the host: the operators below read their ends
+    # from them, where a device pointer would cost a read each time.
     frontier, fptr = seeds, ptr
-    ids_dev = xp.asarray(ids)
     layers = []
     for hop, k in enumerate(ks):
-        sizes = np.diff(backend.to_host(fptr))
-        group = xp.repeat(ids_dev, sizes.tolist() if xp is not np else sizes)
+        group = xp.asarray(np.repeat(ids, np.diff(fptr)))
         G_rows = M if D is None else D.rows_view(backend.to_host(frontier))
         Q = selection(frontier, n)
         if weighted:
@@ -323,10 +323,10 @@ def _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, mater
         if replace:
             S, counts = S
             S = S.with_values(counts.astype(np.float32))
-        dptr = xp.asarray(fptr)
-        adj, src, src_ptr = compact_columns_blockwise(S, dptr, first=frontier, first_ptr=dptr)
-        dp = np.asarray(backend.to_host(fptr), np.int64)
+        # The frontier is spla's own (the checked seeds, then a hop's sources).
+        adj, src, src_ptr = compact_columns_blockwise(S, fptr, first=frontier, first_ptr=fptr,
+                                                      check=False)
         sp = np.asarray(backend.to_host(src_ptr), np.int64)
-        layers.append((split_blocks(adj, dp, sp, check=False), frontier, dp, src, sp))
+        layers.append((split_blocks(adj, fptr, sp, check=False), frontier, fptr, src, sp))
         frontier, fptr = src, sp
     return layers

@@ -19,9 +19,6 @@ from spla.mask import INSIDE_MASK
 from spla.matrix import Matrix
 from spla.util import row_ids
 
-_UFUNCS = {"plus": np.add, "times": np.multiply, "min": np.minimum, "max": np.maximum,
-           "lor": np.logical_or, "land": np.logical_and, "lxor": np.logical_xor}
-
 
 def masked_kernels(device):
     """The ``masked`` kernel module of a device, through spla's one dispatch point."""
@@ -193,19 +190,6 @@ def transposed_values(A, vals, dt):
     return out, True
 
 
-def fold_all(xp, vals, monoid):
-    """All of ``vals`` folded with a monoid, as a length-1 array (``vals``
-    non-empty): the arithmetic of ``reduce_runs`` over one run, without keys."""
-    if monoid.op is not None:  # a user monoid: folded by the monoid itself
-        return xp.asarray(monoid.reduceat(backend.to_host(vals), np.zeros(1, np.int64)))
-    if monoid.name == "any":
-        return vals[:1]
-    if monoid.logical:
-        vals = vals != 0
-    out = _UFUNCS[monoid.name].reduceat(backend.to_host(vals), np.zeros(1, np.int64))
-    return xp.asarray(out)
-
-
 def expand(A, B):
     """(a_pos, b_pos, i, k, j): every product term A[i, k] B[k, j] as arrays."""
     xp = A.xp
@@ -225,15 +209,9 @@ def reduce_runs(xp, keys, vals, monoid):
     if keys.size == 0:
         return keys, vals
     starts = xp.flatnonzero(xp.concatenate([xp.ones(1, bool), keys[1:] != keys[:-1]]))
-    if monoid.op is not None:  # a user monoid: each run folded in order by the monoid
-        out = monoid.reduceat(backend.to_host(vals), backend.to_host(starts), func="mxm")
-        return keys[starts], xp.asarray(out)
-    if monoid.name == "any":
-        return keys[starts], vals[starts]
-    uf = _UFUNCS[monoid.name]
-    if monoid.logical:
-        vals = vals != 0
-    out = uf.reduceat(backend.to_host(vals), backend.to_host(starts))
+    # Each run folded in order by the monoid (a ufunc's reduceat for the
+    # built-in ones, the user's operator otherwise).
+    out = monoid.reduceat(backend.to_host(vals), backend.to_host(starts), func="mxm")
     return keys[starts], xp.asarray(out)
 
 

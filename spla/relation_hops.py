@@ -143,7 +143,8 @@ class RelationStack:
             for none.
         first, first_ptr : int arrays
             Each minibatch's leading columns (its source-type destinations),
-            ``first[first_ptr[g]:first_ptr[g + 1]]``, distinct in a group.
+            ``first[first_ptr[g]:first_ptr[g + 1]]``; trusted as ``frontiers``
+            are (in range, distinct in a group).
         seed, stream : int
             As ``sample_rows``.
         group_ids : sequence of int, optional
@@ -289,8 +290,8 @@ class RelationStack:
         C = extract_rows(vstack(parts), xp.asarray(order)) if J > 1 else parts[0]
         row_ptr = np.zeros(G + 1, np.int64)
         np.cumsum(np.bincount(grp, minlength=G), out=row_ptr[1:])
-        M, src, src_ptr = compact_columns_blockwise(C, xp.asarray(row_ptr), first=first,
-                                                    first_ptr=xp.asarray(fptr))
+        M, src, src_ptr = compact_columns_blockwise(C, row_ptr, first=first, first_ptr=fptr,
+                                                    check=False)
         src_ptr = np.asarray(backend.to_host(src_ptr), np.int64)
         rel_sorted = rel_of[order]
         blocks = [split_blocks(M if J == 1 else extract_rows(M, xp.asarray(

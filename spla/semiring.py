@@ -166,7 +166,7 @@ class Monoid:
         -------
         numpy array, one value per run: the values' dtype (a monoid maps
         T x T -> T, so an operator's results are cast to it); 0/1 for the
-        logical monoids (booleans for ``lor`` and ``land``)
+        logical monoids (booleans for ``lor``, ``land`` and ``lxor``)
 
         Examples
         --------
@@ -188,7 +188,7 @@ class Monoid:
 
 
 _UFUNCS = {"plus": np.add, "times": np.multiply, "min": np.minimum, "max": np.maximum,
-           "lor": np.logical_or, "land": np.logical_and}
+           "lor": np.logical_or, "land": np.logical_and, "lxor": np.logical_xor}
 
 
 def _pairwise_fold(op, vals, starts, func):

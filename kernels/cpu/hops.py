@@ -24,7 +24,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import BadSeeds, probe, row_key, sort_range, table_bits
+from kernels.common import BAD_REPEAT, BadSeeds, probe, row_key, sort_range, table_bits
 from kernels.cpu.group_scratch import dense_map, group_bounds, start_group
 from kernels.its import uniform_picks
 from kernels.parallel import over_rows, parallel_kernel
@@ -51,7 +51,6 @@ FUSED_MAX_VERTICES = 1 << 19
 #: ``[0, n)``: the caller checks the range first (a minimum and a maximum).
 CHECKS_SEED_REPEATS = True
 CHECKS_SEED_RANGE = False
-BAD_REPEAT = 2
 
 
 def fusable(ks, replace=False, weighted=False, n=0):

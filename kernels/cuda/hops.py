@@ -48,7 +48,7 @@ import numpy as np
 from numba import cuda
 
 from kernels import its as _its
-from kernels.common import BadSeeds
+from kernels.common import BAD_RANGE, BAD_REPEAT, BadSeeds
 from kernels.common import hash_slot as _hash_slot
 from kernels.common import lower_bound as _lower_bound
 from kernels.common import row_key as _row_key
@@ -83,13 +83,10 @@ PICK = np.int64(2 ** 32)
 MAX_SLOTS = 1024
 #: Dense tables up to this many slots (8 bytes each); hash tables beyond.
 DENSE_SLOTS = 1 << 28
-#: Bits of the bad-seed flag (``BadSeeds.code``): a seed outside ``[0, n)``, a
-#: seed twice in a group.  The hops check both as they go: a caller need not
-#: read the seeds back before a bulk.
+#: The hops check their seeds as they go, their range and their repeats
+#: (``BadSeeds``): a caller need not read them back before a bulk.
 CHECKS_SEED_REPEATS = True
 CHECKS_SEED_RANGE = True
-BAD_RANGE = np.int64(1)
-BAD_REPEAT = np.int64(2)
 
 
 @cuda.jit(device=True)
