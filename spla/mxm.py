@@ -136,9 +136,10 @@ def mxm(A, B, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
     0
     """
     func = "mxm"
-    # Distributed operands first: dist_mxm checks the semiring collectively,
-    # so a bad semiring on one rank raises on every rank instead of here.
-    dist = _dist_dispatch(A, B, semiring)
+    # Distributed operands (or a distributed mask or out) first: dist_mxm
+    # checks every argument collectively, so a bad one on one rank raises
+    # on every rank instead of here.
+    dist = _dist_dispatch(A, B, semiring, mask, out, accum, replace)
     if dist is not None:
         return dist
     sr = as_semiring(func, semiring)
@@ -158,11 +159,15 @@ def mxm(A, B, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
     return finish(func, product(A, B, sr, mask), mask, out, accum, replace)
 
 
-def _dist_dispatch(A, B, sr):
+def _dist_dispatch(A, B, sr, mask, out, accum, replace):
     # A DistMatrix can only exist once spla.dist is imported: no import here.
     dist = sys.modules.get("spla.dist")
-    if dist is not None and (isinstance(A, dist.DistMatrix) or isinstance(B, dist.DistMatrix)):
-        return dist.dist_mxm(A, B, sr)
+    if dist is None:
+        return None
+    # A distributed mask or out with local operands goes there too, to be
+    # refused on every rank (the local path cannot read a DistMatrix).
+    if any(isinstance(X, dist.DistMatrix) for X in (A, B, getattr(mask, "parent", None), out)):
+        return dist.dist_mxm(A, B, sr, mask=mask, out=out, accum=accum, replace=replace)
     return None
 
 

@@ -5,6 +5,13 @@ fetching (directly) only the rows of A that range needs, and the row
 concatenates the ranges.  Moving whole rows of A rather than reducing
 partial sums keeps every floating-point sum in the single-process order:
 the product is bit-identical to the local ``mxm`` for every semiring.
+
+Masks, ``out``, ``accum`` and ``replace`` act row by row, so each member
+hands its rows of the mask and of ``out`` to the local ``mxm``: a mask
+that is not complemented bounds the local work (the masked kernels), and
+the rows it writes are those of the local masked product on the gathered
+matrices.  ``D.S``, ``D.V`` (and their complements) make the mask of a
+``DistMatrix``.
 """
 
 import numpy as np
@@ -13,15 +20,63 @@ from spla import comm as C
 from spla.checks import fail
 from spla.dist.core import DistMatrix
 from spla.dist.scatter import block_sum
-from spla.dist.wire import allgather_rows, row_block
+from spla.dist.wire import allgather_rows, row_block, row_block_list
 from spla.exceptions import DimensionMismatch, DTypeError, LayoutError
 from spla.layout import chunk
+from spla.mask import Mask, check_write
 from spla.matrix import Matrix
 from spla.mxm import mxm
 from spla.semiring import as_semiring
 
 
-def dist_mxm(Q, A, semiring):
+class DistMask(Mask):
+    """The mask of a ``DistMatrix`` (``D.S``, ``D.V``, ``~D.S``, ``~D.V``).
+
+    Accepted as ``mask=`` by ``spla.mxm`` on distributed operands, whose
+    ranks each read their own rows of it.  A local operator, which would
+    need every entry on this rank, refuses it.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.eye(2)))      # on 1 rank
+    >>> ~D.S
+    <spla.Mask ~S of a DistMatrix 2x2>
+    """
+
+    __slots__ = ()
+
+    def __invert__(self):
+        return DistMask(self.parent, self.structural, not self.complement)
+
+    def __repr__(self):
+        kind = ("~" if self.complement else "") + ("S" if self.structural else "V")
+        return f"<spla.Mask {kind} of a DistMatrix {self.parent.nrows}x{self.parent.ncols}>"
+
+    def true_keys(self):
+        # A local operator reads a mask through these two: refuse cleanly.
+        fail(DTypeError, "mask", "mask", "the mask of a local Matrix or Vector here (the mask "
+             "of a DistMatrix serves spla.mxm on DistMatrix operands only)", repr(self))
+
+    def allows(self, keys):
+        return self.true_keys()
+
+
+def _dist_mask_property(structural):
+    def prop(self):
+        return DistMask(self, structural)
+    prop.__doc__ = ("The structural mask of this matrix (every stored entry)." if structural
+                    else "The value mask of this matrix (stored entries that are nonzero).")
+    return property(prop)
+
+
+# Bound here, beside the operator that reads them, as spla.mask binds
+# Matrix.S and Vector.S.
+DistMatrix.S = _dist_mask_property(True)
+DistMatrix.V = _dist_mask_property(False)
+
+
+def dist_mxm(Q, A, semiring, *, mask=None, out=None, accum=None, replace=False):
     """Collective: the distributed product ``Q ⊕.⊗ A``; ``spla.mxm`` calls it.
 
     Collective: every rank of the operands' communicator must call this.
@@ -33,17 +88,35 @@ def dist_mxm(Q, A, semiring):
         ``Q.ncols == A.nrows``.  A replicated ``A`` needs no
         communication; a replicated ``Q`` needs a replicated ``A``.
     semiring : Semiring or str
+    mask : Mask, optional
+        Of an ``(Q.nrows, A.ncols)`` matrix: ``M.S``, ``M.V``, ``~M.S`` or
+        ``~M.V`` where M is a ``DistMatrix`` placed as the product (the
+        layout, rows and partition of ``Q``), a replicated ``DistMatrix``
+        on the same communicator, or a local ``Matrix`` that is the same
+        on every rank.  Each rank passes its own rows of it to the local
+        masked ``mxm``: a mask that is not complemented bounds the work
+        (``mxm(L, Lt, plus_pair, mask=L.S)`` forms no L·Lᵀ anywhere); a
+        complemented one filters the rows computed.
+    out : DistMatrix, optional
+        The output operand, placed as the product (as ``Q``).
+    accum : BinaryOp, Monoid or str, optional
+        Needs ``out``.
+    replace : bool, default False
+        As in ``spla.mxm`` (GraphBLAS C API semantics, row by row).
 
     Returns
     -------
     DistMatrix
-        With Q's layout.
+        With Q's layout; bit-identical, once gathered, to the local
+        ``mxm`` with the same arguments on the gathered matrices.
 
     Raises
     ------
     DTypeError, DimensionMismatch, LayoutError, InvalidValue
-        On every rank, when the operands (or the semiring) are wrong on
-        any rank, e.g. a local matrix on one rank.
+        On every rank, when the operands, the semiring or the write
+        arguments are wrong on any rank, e.g. a local matrix on one rank,
+        a mask of another shape, or a mask or ``out`` placed otherwise
+        than the product.
 
     Examples
     --------
@@ -53,31 +126,20 @@ def dist_mxm(Q, A, semiring):
     >>> spla.mxm(D, D).gather().to_dense()
     array([[1., 8.],
            [0., 9.]])
+    >>> spla.mxm(D, D, mask=~D.S).gather().nnz                  # A·A lies in A's pattern
+    0
+    >>> spla.mxm(D, D, mask=D.S, out=D, accum="plus").gather().to_dense()
+    array([[ 2., 10.],
+           [ 0., 12.]])
     """
     func = "mxm"
-    # mxm dispatches here when either operand is distributed.
-    comm = A.comm if isinstance(A, DistMatrix) else Q.comm
+    comm = _comm_of(Q, A, mask, out)
     with C.collective_checks(comm):
-        for arg, X in (("A", Q), ("B", A)):
-            if not isinstance(X, DistMatrix):
-                fail(DTypeError, func, arg, "a spla.DistMatrix (distribute both operands, or "
-                     "neither)", _kind(X))
-        sr = as_semiring(func, semiring)
-        if Q.comm != A.comm:
-            fail(LayoutError, func, "B", "a DistMatrix on the communicator of A",
-                 "one on another communicator")
-        if Q.ncols != A.nrows:
-            fail(DimensionMismatch, func, "B", f"a matrix with {Q.ncols} rows (A.ncols)",
-                 f"shape {A.shape}")
-        if Q.layout.c != A.layout.c or Q.layout.p != A.layout.p:
-            fail(LayoutError, func, "B", f"a DistMatrix on the process grid of A (c = "
-                 f"{Q.layout.c})", f"c = {A.layout.c}")
-        if Q.layout.replicated and not A.layout.replicated:
-            fail(LayoutError, func, "A", "distributed by rows when B is partitioned "
-                 "(a replicated left operand needs a replicated right one)", "a replicated A")
+        sr = _check_operands(func, Q, A, semiring)
+        write = _check_write(func, Q, A, mask, out, accum, replace)
     Ql = Q.local
     if A.layout.replicated:
-        P = mxm(Ql, A.local, sr).new()
+        P = _local_product(Ql, A.local, sr, Q, 0, Ql.nrows, write)
         return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start,
                           Q.partition)
     g = Q.grid
@@ -87,12 +149,103 @@ def dist_mxm(Q, A, semiring):
     s, e = chunk(Ql.nrows, g.c, g.col)
     Qpart = row_block(Ql.to("cpu"), s, e)
     view = A.rows_view(np.unique(np.asarray(Qpart.indices, np.int64)))
-    part = mxm(Qpart, view, sr).new()
+    part = _local_product(Qpart, view, sr, Q, s, e, write)
     P = allgather_rows(g.row_comm, part, "mxm.rows", A.ncols) if g.c > 1 else part
     if part.values is None:
         P = Matrix._new(P.indptr, P.indices, None, P.shape)
     return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start,
                       Q.partition)
+
+
+def _comm_of(*objs):
+    """The communicator of the first distributed one of the arguments (or of a mask's)."""
+    for X in objs:
+        X = X.parent if isinstance(X, Mask) else X
+        if isinstance(X, DistMatrix):
+            return X.comm
+    return None
+
+
+def _check_operands(func, Q, A, semiring):
+    """The semiring, after the operand checks (inside ``collective_checks``)."""
+    both = isinstance(Q, DistMatrix) or isinstance(A, DistMatrix)
+    for arg, X in (("A", Q), ("B", A)):
+        if not isinstance(X, DistMatrix):
+            fail(DTypeError, func, arg, "a spla.DistMatrix (distribute both operands, or "
+                 "neither)" if both else "a spla.DistMatrix (the mask or out is a "
+                 "DistMatrix's: distribute the operands too, or pass local ones)", _kind(X))
+    sr = as_semiring(func, semiring)
+    if Q.comm != A.comm:
+        fail(LayoutError, func, "B", "a DistMatrix on the communicator of A",
+             "one on another communicator")
+    if Q.ncols != A.nrows:
+        fail(DimensionMismatch, func, "B", f"a matrix with {Q.ncols} rows (A.ncols)",
+             f"shape {A.shape}")
+    if Q.layout.c != A.layout.c or Q.layout.p != A.layout.p:
+        fail(LayoutError, func, "B", f"a DistMatrix on the process grid of A (c = "
+             f"{Q.layout.c})", f"c = {A.layout.c}")
+    if Q.layout.replicated and not A.layout.replicated:
+        fail(LayoutError, func, "A", "distributed by rows when B is partitioned "
+             "(a replicated left operand needs a replicated right one)", "a replicated A")
+    return sr
+
+
+def _check_write(func, Q, A, mask, out, accum, replace):
+    """(mask, out, accum, replace) checked: shapes, types and placement."""
+    if isinstance(mask, DistMatrix):
+        fail(DTypeError, func, "mask", "a mask: M.S (structure), M.V (values) or ~M.S / ~M.V",
+             "a DistMatrix (write M.S or M.V)")
+    if out is not None and not isinstance(out, DistMatrix):
+        fail(DTypeError, func, "out", "a spla.DistMatrix placed as the product (as A)",
+             _kind(out))
+    mask, out, accum = check_write(func, (Q.nrows, A.ncols), DistMatrix, mask, out, accum,
+                                   replace)
+    M = None if mask is None else mask.parent
+    # A replicated mask holds every row on every rank: each reads its own.
+    if isinstance(M, DistMatrix) and not (M.layout.replicated and M.comm == Q.comm):
+        _check_placed(func, "mask", M, Q)
+    if out is not None:
+        _check_placed(func, "out", out, Q)
+    return mask, out, accum, bool(replace)
+
+
+def _check_placed(func, arg, X, Q):
+    if X.comm != Q.comm:
+        fail(LayoutError, func, arg, "a DistMatrix on the communicator of A",
+             "one on another communicator")
+    if (X.layout != Q.layout or X.row_start != Q.row_start
+            or not (X.partition is Q.partition or (X.partition is not None
+                                                   and Q.partition is not None
+                                                   and X.partition == Q.partition))):
+        fail(LayoutError, func, arg, f"a DistMatrix placed as the product, i.e. as A "
+             f"({_placement(Q)})", _placement(X))
+
+
+def _placement(D):
+    part = "no partition" if D.partition is None else "a partition"
+    return f"{D.layout!r}, rows {D.row_start}:{D.row_stop} here, {part}"
+
+
+def _local_product(X, Y, sr, Q, s, e, write):
+    """X ⊕.⊗ Y written under rows s:e of this rank's block of the mask and out."""
+    mask, out, accum, replace = write
+    if mask is None and out is None:
+        return mxm(X, Y, sr).new()
+    dev = X.device
+    m = None if mask is None else Mask(_rows_of(mask.parent, Q, s, e).to(dev),
+                                       mask.structural, mask.complement)
+    c = None if out is None else row_block(out.local, s, e).to(dev)
+    return mxm(X, Y, sr, mask=m, out=c, accum=accum, replace=replace)
+
+
+def _rows_of(M, Q, s, e):
+    """Rows s:e of Q's block (positions in ``Q.local``) of a checked mask matrix."""
+    if isinstance(M, DistMatrix) and (not M.layout.replicated or Q.layout.replicated):
+        return row_block(M.local, s, e)  # placed as Q
+    full = M.local if isinstance(M, DistMatrix) else M
+    if Q.partition is None or Q.layout.replicated:
+        return row_block(full, Q.row_start + s, Q.row_start + e)
+    return row_block_list(full.to("cpu"), Q.row_ids[s:e])
 
 
 def _nnz(Q, P):

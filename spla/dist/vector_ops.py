@@ -19,7 +19,12 @@ process:
     ascending global row order, as the single-process push does; the
     process column then concatenates the column pieces.
 
-A replicated graph (``replicate_graph=True``) needs no message.  Masks,
+A replicated graph (``replicate_graph=True``) needs no message, and the
+local product takes every argument as it is.  Otherwise the mask goes into
+the local masked product: ``mxv`` passes each rank its rows' share of the
+mask (a size ``D.lshape[0]`` mask), ``vxm`` the mask itself (a rank's
+routed matrix holds only its own columns, so the rest of the mask meets no
+entry); the concatenated pieces then already lie inside the mask, and
 ``out``, ``accum`` and ``replace`` apply to the replicated result, with
 ``spla.mxv``'s semantics.
 """
@@ -33,7 +38,7 @@ from spla.dist.core import DistMatrix
 from spla.exceptions import DimensionMismatch, DTypeError
 from spla.graphblas import mxv, vxm
 from spla.layout import chunk_bounds
-from spla.mask import check_write, finish
+from spla.mask import Mask, check_write, finish
 from spla.matrix import Matrix
 from spla.semiring import as_semiring
 from spla.vector import Vector
@@ -51,7 +56,35 @@ def _check(func, D, u, size, what, semiring, mask, out, accum, replace, out_size
                  f"size {u.size}")
         backend.same_device(func, D.local, u)
         mask, out, accum = check_write(func, (out_size,), Vector, mask, out, accum, replace)
+        if mask is not None:
+            backend.same_device(func, D.local, mask.parent)
     return sr, mask, out, accum
+
+
+def _write(func, part, mask, out, accum, replace):
+    """The replicated result from the concatenated masked product ``part``."""
+    if out is None:
+        return part  # every piece was computed inside the mask
+    return finish(func, part, mask, out, accum, replace)
+
+
+def _row_share(mask, D):
+    """This rank's rows of a size-m Vector mask, as a mask of ``D.local``'s rows."""
+    if mask is None:
+        return None
+    V = mask.parent
+    idx = np.asarray(backend.to_host(V.indices), np.int64)
+    vals = None if V.values is None else backend.to_host(V.values)
+    if D.partition is None:
+        lo, hi = np.searchsorted(idx, [D.row_start, D.row_stop])
+        pos, keep = idx[lo:hi] - D.row_start, slice(lo, hi)
+    else:
+        ids = D.row_ids  # ascending
+        at = np.minimum(np.searchsorted(ids, idx), max(ids.size - 1, 0))
+        keep = ids[at] == idx if ids.size else np.zeros(idx.size, np.bool_)
+        pos = at[keep]
+    local = Vector._new(pos, None if vals is None else vals[keep], D.local.nrows)
+    return Mask(local.to(D.device), mask.structural, mask.complement)
 
 
 def _concat(cc, part, size, device):
@@ -73,12 +106,14 @@ def dist_mxv(D, u, semiring="plus_times", *, mask=None, out=None, accum=None, re
     D : DistMatrix, shape (m, n)
     u : Vector of size n, the same on every rank
     semiring, mask, out, accum, replace
-        As in ``spla.mxv`` (mask and out replicated too).
+        As in ``spla.mxv`` (mask and out replicated too).  Each rank
+        hands its rows' share of the mask to the local masked ``mxv``, so
+        a mask that is not complemented bounds the rows it computes.
 
     Returns
     -------
     Vector of size m, the whole product on every rank (bit-identical to
-    ``spla.mxv`` of the gathered matrix).
+    ``spla.mxv`` of the gathered matrix with the same arguments).
 
     Raises
     ------
@@ -91,17 +126,21 @@ def dist_mxv(D, u, semiring="plus_times", *, mask=None, out=None, accum=None, re
     >>> D = spla.distribute(spla.Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]])))
     >>> spla.mxv(D, spla.Vector.from_dense(np.array([1.0, 1.0]))).to_dense()
     array([3., 3.])
+    >>> m = spla.Vector.from_coo([1], size=2)
+    >>> spla.mxv(D, spla.Vector.from_dense(np.array([1.0, 1.0])), mask=m.S).to_dense()
+    array([0., 3.])
     """
     func = "mxv"
     sr, mask, out, accum = _check(func, D, u, D.ncols, "D.ncols", semiring, mask, out, accum,
                                   replace, D.nrows)
-    part = mxv(D.local, u, sr)
-    if not D.layout.replicated:
-        rows = D.row_ids[np.asarray(backend.to_host(part.indices), np.int64)]
-        piece = Vector.from_coo(rows, None if part.values is None else
-                                backend.to_host(part.values), D.nrows, duplicates="error")
-        part = _concat(D.grid.col_comm, piece, D.nrows, D.device)
-    return finish(func, part, mask, out, accum, replace)
+    if D.layout.replicated:
+        return mxv(D.local, u, sr, mask=mask, out=out, accum=accum, replace=replace)
+    part = mxv(D.local, u, sr, mask=_row_share(mask, D))
+    rows = D.row_ids[np.asarray(backend.to_host(part.indices), np.int64)]
+    piece = Vector.from_coo(rows, None if part.values is None else
+                            backend.to_host(part.values), D.nrows, duplicates="error")
+    part = _concat(D.grid.col_comm, piece, D.nrows, D.device)
+    return _write(func, part, mask, out, accum, replace)
 
 
 def dist_vxm(u, D, semiring="plus_times", *, mask=None, out=None, accum=None, replace=False):
@@ -112,12 +151,13 @@ def dist_vxm(u, D, semiring="plus_times", *, mask=None, out=None, accum=None, re
     u : Vector of size m, the same on every rank
     D : DistMatrix, shape (m, n)
     semiring, mask, out, accum, replace
-        As in ``spla.vxm`` (mask and out replicated too).
+        As in ``spla.vxm`` (mask and out replicated too).  The mask goes
+        into each rank's local masked ``vxm`` of the columns it owns.
 
     Returns
     -------
     Vector of size n, the whole product on every rank (bit-identical to
-    ``spla.vxm`` of the gathered matrix).
+    ``spla.vxm`` of the gathered matrix with the same arguments).
 
     Raises
     ------
@@ -130,16 +170,21 @@ def dist_vxm(u, D, semiring="plus_times", *, mask=None, out=None, accum=None, re
     >>> D = spla.distribute(spla.Matrix.from_dense(np.array([[1.0, 2.0], [0.0, 3.0]])))
     >>> spla.vxm(spla.Vector.from_dense(np.array([1.0, 1.0])), D).to_dense()
     array([1., 5.])
+    >>> m = spla.Vector.from_coo([0], size=2)
+    >>> spla.vxm(spla.Vector.from_dense(np.array([1.0, 1.0])), D, mask=~m.S).to_dense()
+    array([0., 5.])
     """
     func = "vxm"
     sr, mask, out, accum = _check(func, D, u, D.nrows, "D.nrows", semiring, mask, out, accum,
                                   replace, D.ncols)
     if D.layout.replicated:
-        return finish(func, vxm(u, D.local, sr), mask, out, accum, replace)
+        return vxm(u, D.local, sr, mask=mask, out=out, accum=accum, replace=replace)
     cc = D.grid.col_comm
     mine = _by_column_owner(D, cc)
-    part = vxm(u.to("cpu"), mine, sr)
-    return finish(func, _concat(cc, part, D.ncols, D.device), mask, out, accum, replace)
+    host_mask = None if mask is None else Mask(mask.parent.to("cpu"), mask.structural,
+                                               mask.complement)
+    part = vxm(u.to("cpu"), mine, sr, mask=host_mask)
+    return _write(func, _concat(cc, part, D.ncols, D.device), mask, out, accum, replace)
 
 
 def _by_column_owner(D, cc):
