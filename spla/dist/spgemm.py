@@ -65,8 +65,17 @@ class DistMask(Mask):
 def _dist_mask_property(structural):
     def prop(self):
         return DistMask(self, structural)
-    prop.__doc__ = ("The structural mask of this matrix (every stored entry)." if structural
-                    else "The value mask of this matrix (stored entries that are nonzero).")
+    what = ("The structural mask of this matrix (every stored entry)" if structural
+            else "The value mask of this matrix (stored entries that are nonzero)")
+    prop.__doc__ = f"""{what}, for ``spla.mxm`` on distributed operands.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> D = spla.distribute(spla.Matrix.from_dense(np.array([[0.0, 2.0], [1.0, 0.0]])))
+    >>> D.{'S' if structural else 'V'}
+    <spla.Mask {'S' if structural else 'V'} of a DistMatrix 2x2>
+    """
     return property(prop)
 
 
