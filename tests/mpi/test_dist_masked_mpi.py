@@ -16,7 +16,7 @@ def grids(p):
     return [("1d", 1)] + [("1.5d", c) for c in range(2, p + 1) if p % c == 0]
 
 
-def random_matrix(m, n, density, seed, dtype=np.float32):
+def random_matrix(m, n, density, seed, dtype=np.float64):
     rs = np.random.RandomState(seed)
     return spla.Matrix.from_scipy(sp.random(m, n, density=density, format="csr",
                                             random_state=rs, dtype=dtype))
@@ -100,9 +100,9 @@ def test_triangle_count_equals_local(comm):
 def test_masked_mxv_vxm_equal_local(comm):
     A = random_matrix(41, 41, 0.15, 11)
     rs = np.random.RandomState(2)
-    u = spla.Vector.from_dense(rs.rand(41).astype(np.float32) * (rs.rand(41) < .6))
-    m = spla.Vector.from_dense(((rs.rand(41) < .5) * rs.randint(0, 2, 41)).astype(np.float32))
-    out = spla.Vector.from_dense(rs.rand(41).astype(np.float32))
+    u = spla.Vector.from_dense(rs.rand(41) * (rs.rand(41) < .6))
+    m = spla.Vector.from_dense(((rs.rand(41) < .5) * rs.randint(0, 2, 41)).astype(np.float64))
+    out = spla.Vector.from_dense(rs.rand(41))
     for layout, c in grids(comm.size):
         for name, kw in placements(comm, layout, c, A.nrows):
             D = spla.distribute(A, **kw)
