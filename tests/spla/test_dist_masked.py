@@ -233,6 +233,10 @@ def test_write_argument_errors():
         (lambda: spla.mxm(D, D, out=A), DTypeError, "argument 'out' must be a spla.DistMatrix"),
         (lambda: spla.mxm(D, D, out=R), LayoutError, "argument 'out' must be a DistMatrix "
          "placed as the product"),
+        (lambda: spla.mxm(D, D, mask=D.dup().S), LayoutError, "argument 'mask' must be a "
+         "DistMatrix on the communicator of A"),
+        (lambda: spla.mxm(D, D, mask=D.S, out=D.dup()), LayoutError, "argument 'out' must be "
+         "a DistMatrix on the communicator of A"),
         (lambda: spla.mxm(D, D, accum="plus"), InvalidValue, "'accum'"),
         (lambda: spla.mxm(D, D, mask=D.S, replace=1), InvalidValue, "'replace'"),
         (lambda: spla.mxm(A, A, mask=D.S), DTypeError, "argument 'A' must be a spla.DistMatrix"),
