@@ -24,7 +24,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import BAD_REPEAT, BadSeeds, probe, row_key, sort_range, table_bits
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from kernels.common import (BAD_REPEAT, BadSeeds, probe, row_key, sort_range, table_bits,
+                            uniform01)
 from kernels.cpu.group_scratch import dense_map, group_bounds, start_group
 from kernels.its import uniform_picks
 from kernels.parallel import over_rows, parallel_kernel
@@ -74,6 +77,38 @@ def fusable(ks, replace=False, weighted=False, n=0):
             and all(k >= 1 or k == -1 for k in ks))
 
 
+#: Rows of at most this many entries keep their draws' positions as the bits
+#: of one word (``_word_picks``).
+WORD_ROW = 64
+
+
+@numba.njit(cache=True, inline="always")
+def _word_picks(out, o, cnt, lo, hi, key):
+    """``uniform_picks`` of a row of at most ``WORD_ROW`` entries: the same
+    draws (Floyd's, ``kernels.its``), the picks ascending into ``out[o:o+cnt]``.
+
+    The picks made so far are the set bits of one word: a draw's "taken?"
+    is a bit test instead of a scan of the picks, and the set bits read out
+    in ascending order, so the picks need no sort.  Most rows a node-wise
+    hop draws from are short, and the scan, the sort and their branches
+    were most of a short row's draw."""
+    d = hi - lo
+    taken = np.uint64(0)
+    j = 0
+    for t in range(d - cnt, d):
+        r = min(np.int64(uniform01(key, j) * (t + 1)), t)
+        j += 1
+        bit = np.uint64(1) << np.uint64(r)
+        if taken & bit:
+            bit = np.uint64(1) << np.uint64(t)
+        taken |= bit
+    f = o
+    while taken:
+        out[f] = lo + np.int64(trailing_zeros(taken))
+        taken &= taken - np.uint64(1)
+        f += 1
+
+
 @numba.njit(cache=True, inline="always")
 def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s, pos,
                    cols):
@@ -100,6 +135,8 @@ def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, 
         if c >= hi - lo:
             for t in range(c):
                 pos[o + t] = lo + t
+        elif hi - lo <= WORD_ROW:
+            _word_picks(pos, o, c, lo, hi, row_key(seed, stream, gids[g] * n + nodes[i]))
         elif c > 0:
             uniform_picks(pos, o, c, lo, hi, row_key(seed, stream, gids[g] * n + nodes[i]))
     for t in range(optr[c1] - e0):
@@ -160,6 +197,85 @@ def _row_split(out, o, c, cols, t0, new, m, tmp, off, dense, tags, tag_base, tab
 
 
 @numba.njit(cache=True, inline="always")
+def _chunk_by_tags(out, e0, e, cols, m, tmp, off, tags, tag_base):
+    """The ids of a chunk's picks ``cols[:e]`` into ``out[e0:e0+e]``, in pick
+    order (the caller sorts each row), by the group's tags; returns the
+    group's column count.
+
+    One pass over the chunk's picks, not a loop per row, and no branch on
+    whether a column is new: a new column takes the next id, its tag and
+    its place in ``tmp`` are stored either way (a seen column's tag is
+    stored back unchanged, and ``tmp[off + m]`` is overwritten until a new
+    column keeps it).  The rows are short: a loop per row and a branch per
+    pick mispredicted about once a row each.  Rows' columns ascend, so new
+    columns are numbered in order of first appearance, as ``_row_split``
+    numbers them."""
+    base = np.int64(tag_base)
+    for t in range(e):
+        col = cols[t]
+        tg = np.int64(tags[col]) - base
+        seen = tg > 0
+        idv = tg - 1 if seen else m
+        tags[col] = np.uint32(base + idv + 1)
+        tmp[off + m] = col
+        m += np.int64(not seen)
+        out[e0 + t] = idv
+    return m
+
+
+#: Rows of at most this many picks are sorted by rank (``_sort_row``).
+RANK_ROW = 16
+
+
+@numba.njit(cache=True, inline="always")
+def _cx(a, i, j):
+    """Compare-exchange of ``a[i]`` and ``a[j]`` (by min and max, no branch)."""
+    x = a[i]
+    y = a[j]
+    a[i] = min(x, y)
+    a[j] = max(x, y)
+
+
+@numba.njit(cache=True, inline="always")
+def _sort_row(a, lo, hi, buf):
+    """Sort a row's distinct ids ``a[lo:hi]``; ``buf``: ``RANK_ROW`` words of scratch.
+
+    The rows of a node-wise hop are short and of every length up to k, and
+    a sort whose loops run a number of times set by the row's length
+    mispredicts their exits once or more a row, which cost more than the
+    comparisons.  Rows of up to 5 ids take a fixed network each (no loop),
+    rows of up to ``RANK_ROW`` are placed by rank (each id's count of
+    smaller ones: loops of one length per row, no branch on the ids), longer
+    rows ``sort_range``."""
+    c = hi - lo
+    if c == 2:
+        _cx(a, lo, lo + 1)
+    elif c == 3:
+        _cx(a, lo, lo + 1)
+        _cx(a, lo + 1, lo + 2)
+        _cx(a, lo, lo + 1)
+    elif c == 4:
+        _cx(a, lo, lo + 1)
+        _cx(a, lo + 2, lo + 3)
+        _cx(a, lo, lo + 2)
+        _cx(a, lo + 1, lo + 3)
+        _cx(a, lo + 1, lo + 2)
+    elif c == 5:
+        for i, j in ((0, 1), (3, 4), (2, 4), (2, 3), (1, 4), (0, 3), (0, 2), (1, 3), (1, 2)):
+            _cx(a, lo + i, lo + j)
+    elif c <= RANK_ROW:
+        for t in range(c):
+            buf[t] = a[lo + t]
+        for t in range(c):
+            r = np.int64(0)
+            for j in range(c):
+                r += np.int64(buf[j] < buf[t])
+            a[lo + r] = buf[t]
+    elif c > RANK_ROW:
+        sort_range(a, lo, hi)
+
+
+@numba.njit(cache=True, inline="always")
 def _row_in_order(out, o, c, cols, t0, m, tmp, off, dense, tags, tag_base, table, bits):
     """Row ``out[o:o+c]`` from its ascending columns ``cols[t0:t0+c]``, ids left
     in column order (the caller sorts them); returns the group's column count."""
@@ -213,6 +329,7 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
     pos = np.empty(0 if pre else span, np.int64)
     cols = drawn if pre else np.empty(span, np.int64)
     new = np.empty(widest, np.int64)
+    buf = np.empty(RANK_ROW, np.int64)
     tag_base = np.uint64(0)
     for g in range(g0, g1):
         w = (gptr[g + 1] - gptr[g]) + (optr[gptr[g + 1]] - optr[gptr[g]])
@@ -238,6 +355,12 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
                 continue
             _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s,
                            pos, cols)
+            if dense:
+                m = _chunk_by_tags(out, optr[c0], optr[c1] - optr[c0], cols, m, tmp, off, tags,
+                                   tag_base)
+                for i in range(c0, c1):
+                    _sort_row(out, optr[i], optr[i + 1], buf)
+                continue
             for i in range(c0, c1):
                 m = _row_split(out, optr[i], optr[i + 1] - optr[i], cols, optr[i] - optr[c0],
                                new, m, tmp, off, dense, tags, tag_base, table, bits)
@@ -294,8 +417,10 @@ def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
             _worker(bounds[c], bounds[c + 1], a_ptr, a_idx, nodes, gptr, gids, n, optr,
                     seed, stream, tmp, cnt, out, drawn, rep)
     if drawn.size:
-        for i in prange(R):
-            sort_range(out, optr[i], optr[i + 1])
+        for ch in prange((R + CHUNK - 1) // CHUNK):
+            buf = np.empty(RANK_ROW, np.int64)
+            for i in range(ch * CHUNK, min(R, ch * CHUNK + CHUNK)):
+                _sort_row(out, optr[i], optr[i + 1], buf)
     for g in range(G):
         cnt[g + 1] += cnt[g]
     src = np.empty(cnt[G], np.int64)
