@@ -152,6 +152,28 @@ def test_fused_cpu_hops_on_large_bulks(groups):
             assert all(x.isequal(y) for x, y in zip(gb, wb, strict=True))
 
 
+
+@pytest.mark.parametrize("ks", [[1, 7], [63, 16], [64, 17], [5, -1]])
+def test_fused_cpu_hops_at_the_word_and_sort_limits(ks):
+    """Rows of 62 to 67 entries (the CPU hop keeps the draws of a row of at
+    most 64 entries as the bits of one word, longer rows keep a scan) and
+    rows of 1 to 20 picks (sorted by networks, by rank, or by sort_range),
+    against the composition."""
+    rng = np.random.default_rng(3)
+    n = 300
+    degrees = np.concatenate([np.arange(62, 68), rng.integers(1, 21, n - 6)])
+    cols = [np.sort(rng.choice(n, d, replace=False)) for d in degrees]
+    A = spla.Matrix.from_csr(np.concatenate([[0], np.cumsum(degrees)]), np.concatenate(cols),
+                             None, (n, n))
+    seeds = np.concatenate([np.arange(6), rng.choice(np.arange(6, n), 40, replace=False),
+                            np.arange(8)])
+    ptr = np.array([0, 46, 54])
+    got = spla.sample_hops(A, seeds, ptr, ks, seed=9, streams=[1, 2], group_ids=[4, 0])
+    want = reference_hops(A, seeds, ptr, ks, 9, [1, 2], [4, 0], False, False)
+    for (gb, _, _, gs, gsp), (wb, _, _, ws, wsp) in zip(got, want, strict=True):
+        assert gs.tolist() == ws.tolist() and gsp.tolist() == list(wsp)
+        assert all(x.isequal(y) for x, y in zip(gb, wb, strict=True))
+
 def test_blocks_hold_sampled_edges_of_the_graph():
     """Invariants: every edge exists, at most k per row, sources start with the
     destinations and are distinct within a group, the next hop starts there."""
