@@ -37,6 +37,16 @@ row is sampled from its raw weights, so the rescaling changes no other pick.
 
 The row's statistics and the searches of a draw (bisection, guide table) are
 in ``kernels.its_search``; this module re-exports their names.
+
+Helpers called once per draw are ``inline="always"`` (a call per draw costs
+as much as the draw); the steps called once per row (``_reject``,
+``_reject_batched``, ``finish_rejected``, ``fill_by_scan``) are functions of
+their own.  numba inlines at the level of its own IR and types every copy
+again, so inlining the per-row steps into every kernel that samples
+multiplied the compile time (tens of seconds per signature) for no gain at
+run time; ``_floyd`` stays inlined because ``uniform_picks`` relies on it
+being specialised for a constant ``bits`` (see docs/design.rst, "Working
+on the kernels").
 """
 
 import numba
@@ -114,7 +124,7 @@ def _floyd(out, o, cnt, lo, hi, key, seen, bits):
         f += 1
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _reject(out, o, cnt, lo, hi, prefix, key, seen, bits):
     """Weighted without replacement, first phase: draws with repeats rejected.
 
@@ -134,7 +144,7 @@ def _reject(out, o, cnt, lo, hi, prefix, key, seen, bits):
     return filled, n
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _reject_batched(out, o, cnt, lo, hi, prefix, guide, key, seen, bits, searched):
     """``_reject`` for the CPU twin: the same draws, searched a batch at a time.
 
@@ -182,7 +192,7 @@ def accept_batch(out, o, filled, b, seen, bits):
     return filled
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, seen, bits):
     """A weighted row's picks after its rejection draws: ``filled`` distinct
     picks in ``out[o:o+filled]`` from ``n`` draws.  The remaining picks by
@@ -199,7 +209,7 @@ def finish_rejected(out, o, cnt, filled, n, lo, hi, values, has_values, key, see
     sort_range(out, o, o + cnt)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def fill_by_scan(out, o, cnt, filled, n, lo, hi, values, has_values, key):
     """Second phase: the remaining picks, each drawn exactly from the mass not
     yet picked by a linear scan of the row.  ``out[o:o+filled]`` must be

@@ -233,7 +233,7 @@ def search_ahead(mode, cnt, positives, d, replace):
     return cnt < positives and cnt * cnt <= d
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def search_first_draws(out, o, cnt, lo, hi, prefix, guide, key):
     """The searches of a weighted row's draws ``0 .. cnt-1``, into ``out[o:o+cnt]``.
 
@@ -255,7 +255,7 @@ def search_first_draws(out, o, cnt, lo, hi, prefix, guide, key):
 LEAF = 32
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def blocked_prefix(lo, hi, values, scale, prefix, leaf):
     """Write row ``[lo, hi)``'s inclusive prefix sum in the blocked order;
     return the row total (the last prefix).
@@ -320,7 +320,7 @@ def blocked_prefix(lo, hi, values, scale, prefix, leaf):
     return e4 + (e3 + (e2 + (e1 + c)))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def blocked_sum(val, lo, hi, hv, one, zero, leaf, out, i):
     """``out[i]``: the total of row ``[lo, hi)`` in ``blocked_prefix``'s
     order, summed in the type of ``zero`` (the row reductions' ``plus``;
@@ -361,7 +361,7 @@ def blocked_sum(val, lo, hi, hv, one, zero, leaf, out, i):
     out[i] = e4 + (e3 + (e2 + (e1 + c)))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def row_stats(lo, hi, values, has_values, prefix, write_prefix):
     """Scan one row: (positive count, mode), optionally writing its prefix.
 

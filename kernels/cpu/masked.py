@@ -89,7 +89,9 @@ DOT_BLOCKS = 64
 TABLE_ROW = 16
 
 
-@numba.njit(cache=True, inline="always")
+# Once per row, so not inlined: inlining it into both twins of the kernel
+# cost far more compile time than the call costs (docs/design.rst).
+@numba.njit(cache=True, nogil=True)
 def _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx,
                m_ok, add, mul, onev, out_val, hit, where):
     """Mask slots of row i with A's row i scattered into ``where`` (k -> position).
