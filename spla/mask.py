@@ -299,6 +299,12 @@ def check_accum(func, accum):
 def check_write(func, shape, kind, mask, out, accum, replace):
     """Check the write arguments of an operator, before it computes anything."""
     mask = check_mask(func, mask, shape)
+    if mask is not None and kind in (Matrix, Vector) and not isinstance(mask.parent,
+                                                                       (Matrix, Vector)):
+        # A DistMatrix's mask serves the distributed mxm only: refuse it here,
+        # before any work, rather than when the result is written.
+        fail(DTypeError, func, "mask", "the mask of a local Matrix or Vector",
+             f"{mask!r} (a DistMatrix's mask serves spla.mxm on DistMatrix operands)")
     out = check_out(func, out, shape, kind)
     accum = check_accum(func, accum)
     if not isinstance(replace, (bool, np.bool_)):

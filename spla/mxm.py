@@ -102,9 +102,13 @@ def mxm(A, B, semiring=plus_times, *, mask=None, out=None, accum=None, replace=F
         the entries it lets through are written (see ``spla.mask``).  A
         mask that is not complemented bounds the work: only the mask's
         entries are computed, so ``mxm(L, L.T, mask=L.S)`` never forms L·Lᵀ.
+        With ``DistMatrix`` operands it may be a DistMatrix's mask
+        (``D.S``), a replicated one's, or a local Matrix's (see
+        ``spla.dist.spgemm.dist_mxm``).
     out : Matrix, optional
         The output operand C, shape (m, n): entries outside the mask are
         kept (dropped with ``replace=True``).  C itself is not modified.
+        With ``DistMatrix`` operands, a DistMatrix placed as ``A``.
     accum : BinaryOp, Monoid or str, optional
         Combine C's entries with the product's (needs ``out``).
     replace : bool, default False
