@@ -58,9 +58,17 @@ def describe(x):
     >>> from spla.checks import describe
     >>> describe(np.zeros((2, 3), np.float32))
     'array of shape (2, 3) and dtype float32'
+    >>> import spla
+    >>> describe(spla.distribute(spla.Matrix.from_dense(np.eye(2))))
+    'a spla.DistMatrix of shape (2, 2) and dtype float64'
     """
     if hasattr(x, "dtype") and hasattr(x, "shape"):
-        return f"array of shape {tuple(x.shape)} and dtype {x.dtype}"
+        # spla's own objects by name: "array" would hide that a DistMatrix
+        # reached an operator that takes local matrices only.
+        kind = type(x)
+        what = (f"a spla.{kind.__name__}" if kind.__module__.split(".")[0] == "spla"
+                else "array")
+        return f"{what} of shape {tuple(x.shape)} and dtype {x.dtype}"
     r = repr(x)
     return r if len(r) < 80 else r[:77] + "..."
 

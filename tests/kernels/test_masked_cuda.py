@@ -129,3 +129,24 @@ def test_sim_masked_dot_matches_cpu_and_push(add, mul):
     got_v, got_h = gpu.masked_dot(*args)
     np.testing.assert_array_equal(got_h, want_h)
     np.testing.assert_array_equal(got_v[got_h], want_v[want_h])
+
+
+@sim
+def test_sim_docs_algorithms_on_a_gpu_graph_equal_the_cpu(cp):
+    """docs/graphblas.rst's algorithms, as written there, on a graph in device memory."""
+    import spla
+    from graphblas_doc import doc_algorithms
+    from spla import backend
+    algo = doc_algorithms()
+    rs = np.random.RandomState(9)
+    D = (rs.rand(7, 7) < 0.35) * rs.randint(1, 5, size=(7, 7)).astype(np.float64)
+    np.fill_diagonal(D, 0)
+    D = np.maximum(D, D.T)
+    A = spla.Matrix.from_dense(D)
+    Ag = A.to("cuda")
+    assert Ag.device == "cuda"
+    for name, args in (("bfs", (0,)), ("sssp", (0,)), ("triangles", ()),
+                       ("components", ())):
+        want = algo[name](A, *args)
+        got = algo[name](Ag, *args)
+        np.testing.assert_array_equal(backend.to_host(got), want, err_msg=name)

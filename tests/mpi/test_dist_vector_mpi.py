@@ -138,3 +138,19 @@ def test_bad_arguments_raise_on_every_rank(comm, A, op):
                       f"{op}: argument 'semiring'")
     raises_everywhere(comm, spla.InvalidValue, call(good, replace="yes"), call(good),
                       f"{op}: argument 'replace'")
+
+
+def test_docs_algorithms_on_a_distributed_graph(comm):
+    """docs/graphblas.rst's vector algorithms, as written there, on every layout of a
+    DistMatrix equal the local run (their operators, mxv and vxm, are distributed)."""
+    from graphblas_doc import doc_algorithms
+    algo = doc_algorithms()
+    rs = np.random.RandomState(6)
+    D = (rs.rand(30, 30) < 0.08) * rs.randint(1, 5, size=(30, 30)).astype(np.float64)
+    np.fill_diagonal(D, 0)
+    G = spla.Matrix.from_dense(np.maximum(D, D.T))
+    runs = (("bfs", (3,)), ("sssp", (3,)), ("components", ()))
+    want = {name: algo[name](G, *args) for name, args in runs}
+    for key, X in layouts(comm, G).items():
+        for name, args in runs:
+            np.testing.assert_array_equal(algo[name](X, *args), want[name], err_msg=str(key))

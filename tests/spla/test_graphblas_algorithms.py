@@ -2,7 +2,6 @@
 scipy.sparse.csgraph and plain numpy on random graphs."""
 
 import itertools
-import pathlib
 import re
 
 import numpy as np
@@ -11,21 +10,12 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 import spla
-
-DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "graphblas.rst"
+from graphblas_doc import DOC, doc_algorithms
 
 
 @pytest.fixture(scope="module")
 def algo():
-    text = DOC.read_text(encoding="utf-8")
-    blocks = re.findall(r"^\.\. code-block:: python\n\n((?:[ \t]+.*\n|\n)+)", text, re.M)
-    assert blocks
-    ns = {"__name__": "graphblas_doc"}
-    for b in blocks:
-        lines = b.splitlines()
-        indent = min(len(ln) - len(ln.lstrip()) for ln in lines if ln.strip())
-        exec("\n".join(ln[indent:] for ln in lines), ns)
-    return ns
+    return doc_algorithms()
 
 
 def spla_lines(fn_name):
