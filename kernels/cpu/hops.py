@@ -14,6 +14,14 @@ positions or columns is made.  Rows draw with the same keys and the same
 ``sample_one_row_cpu`` as ``sample_gather``, so the blocks equal the
 composition's, entry for entry.
 
+Most rows of a node-wise hop are short, and what a short row costs is
+mostly branches mispredicted on its length and on coin tosses: the draws
+of a row of at most ``WORD_ROW`` entries keep their picks as the bits of a
+word (``_word_picks``), a chunk's picks are relabelled through the tag map
+in one branch-free pass (``_chunk_by_tags``), and rows are sorted by
+networks or by rank (``_sort_row``) (``docs/design.rst``, "The CPU hop on
+locality-ordered graphs").
+
 Groups are shared out among the workers (a group is relabelled in order by
 one worker, as ``compact_groups`` does); scratch is per worker and sized by
 its groups' work: a tag array over the columns when that work is within
@@ -109,7 +117,7 @@ def _word_picks(out, o, cnt, lo, hi, key):
         f += 1
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s, pos,
                    cols):
     """The picks of rows ``c0:c1`` as columns, ascending per row, into ``cols``
@@ -196,7 +204,7 @@ def _row_split(out, o, c, cols, t0, new, m, tmp, off, dense, tags, tag_base, tab
     return m
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _chunk_by_tags(out, e0, e, cols, m, tmp, off, tags, tag_base):
     """The ids of a chunk's picks ``cols[:e]`` into ``out[e0:e0+e]``, in pick
     order (the caller sorts each row), by the group's tags; returns the
@@ -271,8 +279,20 @@ def _sort_row(a, lo, hi, buf):
             for j in range(c):
                 r += np.int64(buf[j] < buf[t])
             a[lo + r] = buf[t]
-    elif c > RANK_ROW:
+    else:
         sort_range(a, lo, hi)
+
+
+# The per-chunk steps (``_chunk_columns``, ``_chunk_by_tags``, ``_sort_rows``)
+# are functions of their own, called once a chunk: numba types an inlined
+# body again at every call site (two here, in both twins of ``_hop``), and
+# inlined, they would multiply the kernel's first compilation for a few
+# percent of its run time.  Per-row and per-pick steps stay inlined.
+@numba.njit(cache=True)
+def _sort_rows(out, optr, c0, c1, buf):
+    """``_sort_row`` of rows ``c0:c1``."""
+    for i in range(c0, c1):
+        _sort_row(out, optr[i], optr[i + 1], buf)
 
 
 @numba.njit(cache=True, inline="always")
@@ -358,8 +378,7 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
             if dense:
                 m = _chunk_by_tags(out, optr[c0], optr[c1] - optr[c0], cols, m, tmp, off, tags,
                                    tag_base)
-                for i in range(c0, c1):
-                    _sort_row(out, optr[i], optr[i + 1], buf)
+                _sort_rows(out, optr, c0, c1, buf)
                 continue
             for i in range(c0, c1):
                 m = _row_split(out, optr[i], optr[i + 1] - optr[i], cols, optr[i] - optr[c0],
@@ -419,8 +438,7 @@ def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
     if drawn.size:
         for ch in prange((R + CHUNK - 1) // CHUNK):
             buf = np.empty(RANK_ROW, np.int64)
-            for i in range(ch * CHUNK, min(R, ch * CHUNK + CHUNK)):
-                _sort_row(out, optr[i], optr[i + 1], buf)
+            _sort_rows(out, optr, ch * CHUNK, min(R, ch * CHUNK + CHUNK), buf)
     for g in range(G):
         cnt[g + 1] += cnt[g]
     src = np.empty(cnt[G], np.int64)
