@@ -18,79 +18,16 @@ import spla
 from spla import Matrix, Vector, semiring
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, LayoutError
 from spla.partition import Partition
+from graphblas_model import (MASK_KINDS, as_dict, mask_of, matrices, ref_mxm, ref_mxv,
+                             ref_write, vectors)
 
 SET = settings(max_examples=25, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-KINDS = [None, "S", "V", "~S", "~V"]
 
 
-# ---- the model ------------------------------------------------------------------
-def as_dict(X):
-    if isinstance(X, Vector):
-        vals = np.ones(X.nvals) if X.values is None else X.values
-        return {int(i): float(v) for i, v in zip(X.indices, vals)}
-    S = X.to_scipy().tocoo()
-    return {(int(i), int(j)): float(v) for i, j, v in zip(S.row, S.col, S.data)}
-
-
-def model_write(T, C, kind, M, accum, replace):
-    """The C API: Z = accum(C, T) or T; inside the mask Z, outside C (or nothing)."""
-    C = {} if C is None else C
-    Z = dict(T) if accum is None else {**C, **{p: C[p] + v if p in C else v
-                                              for p, v in T.items()}}
-    m = {} if M is None else as_dict(M)
-    out = {}
-    for p in set(Z) | set(C):
-        inside = True if kind is None else (
-            (p in m if kind.endswith("S") else m.get(p, 0) != 0) != kind.startswith("~"))
-        if inside and p in Z:
-            out[p] = Z[p]
-        elif not inside and not replace and p in C:
-            out[p] = C[p]
-    return out
-
-
-def model_mxm(A, B):
-    a, b, T = as_dict(A), as_dict(B), {}
-    for (i, k), x in a.items():
-        for (k2, j), y in b.items():
-            if k2 == k:
-                T[(i, j)] = T.get((i, j), 0.0) + x * y
-    return T
-
-
-def model_mxv(A, u):
-    a, w, T = as_dict(A), as_dict(u), {}
-    for (i, k), x in a.items():
-        if k in w:
-            T[i] = T.get(i, 0.0) + x * w[k]
-    return T
-
-
-def mask_of(kind, M):
-    if kind is None:
-        return None
-    m = M.S if kind.endswith("S") else M.V
-    return ~m if kind.startswith("~") else m
-
-
-# ---- strategies ------------------------------------------------------------------
-@st.composite
-def matrices(draw, shape):
-    m, n = shape
-    cells = draw(st.lists(st.tuples(st.integers(0, m - 1), st.integers(0, n - 1),
-                                    st.integers(-2, 3)), max_size=m * n,
-                          unique_by=lambda t: t[:2]))
-    r, c, v = (np.array([t[i] for t in cells], dt) for i, dt in
-               ((0, np.int64), (1, np.int64), (2, np.float64)))
-    return Matrix.from_coo(r, c, v, shape=shape)
-
-
-@st.composite
-def vectors(draw, n):
-    idx = draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
-    vals = draw(st.lists(st.integers(-2, 3), min_size=len(idx), max_size=len(idx)))
-    return Vector.from_coo(np.array(sorted(idx), np.int64), np.array(vals, np.float64), size=n)
+def dist_write(T, C, kind, M, accum, replace):
+    """``ref_write`` with accum given by name ("plus") or None, as the tests draw it."""
+    return ref_write(T, C, kind, M, None if accum is None else (lambda x, y: x + y), replace)
 
 
 def dims():
@@ -113,7 +50,7 @@ def test_dist_masked_mxm_equals_local_and_model(d, data):
     m, k, n = d
     A, B = data.draw(matrices((m, k))), data.draw(matrices((k, n)))
     M, C = data.draw(matrices((m, n))), data.draw(matrices((m, n)))
-    kind = data.draw(st.sampled_from(KINDS))
+    kind = data.draw(st.sampled_from(MASK_KINDS))
     use_out = data.draw(st.booleans())
     accum = data.draw(st.sampled_from([None, "plus"])) if use_out else None
     replace = data.draw(st.booleans())
@@ -131,7 +68,7 @@ def test_dist_masked_mxm_equals_local_and_model(d, data):
     local = local.new() if isinstance(local, spla.MxmExpr) else local
     G = got.gather()
     assert G.isequal(local) and got.nnz == local.nnz
-    assert as_dict(G) == model_write(model_mxm(A, B), as_dict(C) if use_out else None,
+    assert as_dict(G) == dist_write(ref_mxm(A, B), as_dict(C) if use_out else None,
                                      kind, M, accum, replace)
 
 
@@ -173,7 +110,7 @@ def test_dist_masked_mxv_vxm_equal_local_and_model(d, data):
     left = data.draw(st.booleans())  # vxm
     size_in, size_out = (m, n) if left else (n, m)
     u, M, C = (data.draw(vectors(s)) for s in (size_in, size_out, size_out))
-    kind = data.draw(st.sampled_from(KINDS))
+    kind = data.draw(st.sampled_from(MASK_KINDS))
     use_out = data.draw(st.booleans())
     accum = data.draw(st.sampled_from([None, "plus"])) if use_out else None
     replace = data.draw(st.booleans())
@@ -183,16 +120,16 @@ def test_dist_masked_mxv_vxm_equal_local_and_model(d, data):
     kw = dict(mask=mask_of(kind, M), out=C if use_out else None, accum=accum, replace=replace)
     if left:
         got, local = spla.vxm(u, D, **kw), spla.vxm(u, A, **kw)
-        T = model_mxv(spla.transpose(A), u)
+        T = ref_mxv(spla.transpose(A), u)
     else:
         got, local = spla.mxv(D, u, **kw), spla.mxv(A, u, **kw)
-        T = model_mxv(A, u)
+        T = ref_mxv(A, u)
     assert got.isequal(local)
-    assert as_dict(got) == model_write(T, as_dict(C) if use_out else None, kind, M, accum,
+    assert as_dict(got) == dist_write(T, as_dict(C) if use_out else None, kind, M, accum,
                                        replace)
 
 
-@pytest.mark.parametrize("kind", KINDS[1:])
+@pytest.mark.parametrize("kind", MASK_KINDS[1:])
 def test_dist_masked_mxv_first_and_last_rows(kind):
     """The edges of a rank's rows: mask entries on row 0 and on the last row."""
     A = Matrix.from_dense(np.arange(1.0, 21.0).reshape(5, 4))
@@ -202,7 +139,7 @@ def test_dist_masked_mxv_first_and_last_rows(kind):
         D = spla.distribute(A, partition=part)
         got = spla.mxv(D, u, mask=mask_of(kind, M))
         assert got.isequal(spla.mxv(A, u, mask=mask_of(kind, M))), (kind, part)
-        assert as_dict(got) == model_write(model_mxv(A, u), None, kind, M, None, False)
+        assert as_dict(got) == dist_write(ref_mxv(A, u), None, kind, M, None, False)
 
 
 def test_row_share_of_a_partitioned_matrix():

@@ -16,75 +16,13 @@ from hypothesis import strategies as st
 
 import spla
 from spla import Matrix, Vector, binary, semiring
+from graphblas_model import (MASK_KINDS, as_dict, mask_allows, mask_of, matrices, ref_mxm,
+                             ref_write, vectors)
 
 SET = settings(max_examples=25, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-# ---- the model ---------------------------------------------------------------
-def as_dict(X):
-    if isinstance(X, Vector):
-        vals = np.ones(X.nvals) if X.values is None else X.values
-        return {int(i): float(v) for i, v in zip(X.indices, vals)}
-    S = X.to_scipy().tocoo()
-    return {(int(i), int(j)): float(v) for i, j, v in zip(S.row, S.col, S.data)}
-
-
-def mask_allows(kind, M, pos):
-    if kind is None:
-        return True
-    d = as_dict(M)
-    inside = pos in d if kind.endswith("S") else d.get(pos, 0) != 0
-    return inside != kind.startswith("~")
-
-
-def ref_write(T, C, mkind, M, accum, replace):
-    if C is None:
-        C = {}
-    if accum is None:
-        Z = dict(T)
-    else:
-        Z = dict(C)
-        for p, v in T.items():
-            Z[p] = accum(C[p], v) if p in C else v
-    out = {}
-    for p in set(Z) | set(C):
-        if mask_allows(mkind, M, p):
-            if p in Z:
-                out[p] = Z[p]
-        elif not replace and p in C:
-            out[p] = C[p]
-    return out
-
-
-def mask_of(kind, M):
-    if kind is None:
-        return None
-    m = M.S if kind.endswith("S") else M.V
-    return ~m if kind.startswith("~") else m
-
-
-# ---- strategies ----------------------------------------------------------------
-@st.composite
-def matrices(draw, shape):
-    m, n = shape
-    cells = draw(st.lists(st.tuples(st.integers(0, m - 1), st.integers(0, n - 1),
-                                    st.integers(-2, 3)), max_size=m * n, unique_by=lambda t: t[:2]))
-    r = np.array([c[0] for c in cells], np.int64)
-    c = np.array([c[1] for c in cells], np.int64)
-    v = np.array([c[2] for c in cells], np.float64)
-    return Matrix.from_coo(r, c, v, shape=shape)
-
-
-@st.composite
-def vectors(draw, n):
-    cells = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(-2, 3)), max_size=n,
-                          unique_by=lambda t: t[0]))
-    return Vector.from_coo(np.array([c[0] for c in cells], np.int64),
-                           np.array([c[1] for c in cells], np.float64), size=n)
-
-
-MASK_KINDS = (None, "S", "V", "~S", "~V")
 write_args = st.tuples(st.sampled_from(MASK_KINDS), st.booleans(), st.booleans(), st.booleans())
 
 
@@ -101,18 +39,6 @@ def run_both(op_spla, op_ref, shape, data, kind=Matrix):
                      (lambda x, y: x + y) if accum else None, replace)
     assert as_dict(got) == want
     assert isinstance(got, kind)
-
-
-# ---- plain-Python operator references -------------------------------------------
-def ref_mxm(A, B, add=lambda x, y: x + y, mul=lambda x, y: x * y):
-    a, b = as_dict(A), as_dict(B)
-    out = {}
-    for (i, k), x in sorted(a.items()):
-        for (k2, j), y in sorted(b.items()):
-            if k == k2:
-                t = mul(x, y)
-                out[(i, j)] = add(out[(i, j)], t) if (i, j) in out else t
-    return out
 
 
 dims = st.tuples(st.integers(1, 5), st.integers(1, 5), st.integers(1, 5))
