@@ -225,9 +225,7 @@ def dot_slot(s, i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_i
         hit[s] = True
 
 
-# Once per row, so not inlined: inlining it into both twins of the kernel
-# cost far more compile time than the call costs (docs/design.rst).
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, inline="always")
 def dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
             add, mul, onev, out_val, hit):
     """Mask slots of output row i as dot products (``dot_slot``) of A's row i
