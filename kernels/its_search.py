@@ -361,7 +361,7 @@ def blocked_sum(val, lo, hi, hv, one, zero, leaf, out, i):
     out[i] = e4 + (e3 + (e2 + (e1 + c)))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, inline="always")
 def row_stats(lo, hi, values, has_values, prefix, write_prefix):
     """Scan one row: (positive count, mode), optionally writing its prefix.
 
