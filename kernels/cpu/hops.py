@@ -117,7 +117,7 @@ def _word_picks(out, o, cnt, lo, hi, key):
         f += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, optr, gptr, gids, seed, stream, lo_s, pos,
                    cols):
     """The picks of rows ``c0:c1`` as columns, ascending per row, into ``cols``
@@ -204,7 +204,7 @@ def _row_split(out, o, c, cols, t0, new, m, tmp, off, dense, tags, tag_base, tab
     return m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _chunk_by_tags(out, e0, e, cols, m, tmp, off, tags, tag_base):
     """The ids of a chunk's picks ``cols[:e]`` into ``out[e0:e0+e]``, in pick
     order (the caller sorts each row), by the group's tags; returns the
@@ -288,7 +288,7 @@ def _sort_row(a, lo, hi, buf):
 # body again at every call site (two here, in both twins of ``_hop``), and
 # inlined, they would multiply the kernel's first compilation for a few
 # percent of its run time.  Per-row and per-pick steps stay inlined.
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sort_rows(out, optr, c0, c1, buf):
     """``_sort_row`` of rows ``c0:c1``."""
     for i in range(c0, c1):
