@@ -1,35 +1,29 @@
 """Per-group column relabelling and extraction, CUDA.
 
-Twin of ``kernels.cpu.groups`` (see there for the contract).  The CPU
-kernels walk each group with a "last group seen" stamp array over the input
-columns; a GPU cannot give each group such an array, so both twins work by
-sorting instead:
-
-* ``compact_groups``: each group's sequence (its ``first`` columns, then its
-  entries' columns, row by row) is laid out as the CPU kernel lays it out;
-  a stable sort by (group, column) gathers the occurrences of a column, the
-  head of each run is the column's first appearance, and ordering the run
-  heads by sequence position gives every group's kept columns in the CPU
-  order.  A repeat among a group's ``first`` columns is a run element past
-  the head that came from ``first``.
-* ``extract_groups``: each group's columns are sorted (stably) once; one
-  thread per entry of the selected rows looks its column up by binary
-  search (``kernels.common.lower_bound``), the last of equal columns
-  winning, as the CPU stamp does.
-
+Twin of ``kernels.cpu.groups`` (see there for the contract).  Both
+operations run fused, in a few kernels over hash tables and one blocking
+read each (``kernels.cuda.layer_groups``).  ``compact_groups`` keys its
+table by ``group * ncols + column``; when that would pass 62 bits (column
+spaces near 2**62) it falls back to sorting, as follows: each group's
+sequence (its ``first`` columns, then its entries' columns, row by row) is
+laid out as the CPU kernel lays it out; a stable sort by (group, column)
+gathers the occurrences of a column, the head of each run is the column's
+first appearance, and ordering the run heads by sequence position gives
+every group's kept columns in the CPU order.  A repeat among a group's
+``first`` columns is a run element past the head that came from ``first``.
 Rows are then sorted by output column with a stable (row, column) sort;
 columns are distinct within a row, so the order is the CPU one.
+
+Both return their group pointers on the host (numpy): the sizes are read
+once anyway, and every caller needs them there.
 """
 
 import numpy as np
 from numba import cuda
 
 from kernels.common import index_dtype
-from kernels.common import lower_bound as _lower_bound
-from kernels.cuda._util import (device, host_int, launch, row_chunks, scan, stable_order,
-                                to_host, _xp)
-
-lower_bound = device(_lower_bound)
+from kernels.cuda import layer_groups as fused
+from kernels.cuda._util import host_int, launch, scan, stable_order, to_host, _xp
 
 
 @cuda.jit(cache=True)
@@ -116,6 +110,9 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, c
     G = row_ptr.size - 1
     row_ptr, rp = _pointer(xp, row_ptr)
     first_ptr, fp = _pointer(xp, first_ptr)
+    if G > 0 and fused.fits_compact(G, ncols):
+        return fused.compact_groups(ptr, idx, rp, first.astype(np.int64, copy=False), fp,
+                                    ncols, with_perm, check)
     r0, r1 = int(rp[0]), int(rp[G])
     nnz_base, nnz_end = _entry_range(xp, ptr, r0, r1)
     n_entries = nnz_end - nnz_base
@@ -126,7 +123,7 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, c
     out_type = index_dtype(L)
     if G <= 0 or L == 0:
         return (empty.astype(out_type), empty.copy(), empty.copy(),
-                xp.zeros(max(G, 0) + 1, np.int64), -1)
+                np.zeros(max(G, 0) + 1, np.int64), -1)
     base = ((first_ptr[:-1] - f0) + (ptr[row_ptr[:-1]].astype(np.int64) - nnz_base))
     seq_grp = xp.empty(L, np.int64)
     seq_col = xp.empty(L, np.int64)
@@ -161,7 +158,7 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, c
     kept = sc[starts][by_pos]
     kept_ptr = xp.zeros(G + 1, np.int64)
     kept_ptr[1:] = xp.bincount(sg[starts], minlength=G)
-    kept_ptr = scan(xp, kept_ptr)
+    kept_ptr = to_host(scan(xp, kept_ptr))
     if n_entries == 0:
         return empty.astype(out_type), empty.copy(), kept, kept_ptr, first_dup
     # Each entry's new column, then rows sorted by it: the leading columns'
@@ -185,97 +182,17 @@ def _first_repeat(xp, new, ssrc):
     return -1 - top if top != np.iinfo(np.int64).min else -1
 
 
-@cuda.jit(cache=True)
-def _extract_match(idx, e_src, e_grp, col_ptr, sorted_cols, sorted_pos, hit):
-    """Entry t's position among its group's columns, or -1 if not there."""
-    c0 = col_ptr[0]
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for t in range(start, e_src.size, stride):
-        g = e_grp[t]
-        lo = col_ptr[g] - c0
-        hi = col_ptr[g + 1] - c0
-        v = idx[e_src[t]]
-        p = lower_bound(sorted_cols, lo, hi, v + 1) - 1
-        if p >= lo and sorted_cols[p] == v:
-            hit[t] = sorted_pos[p]
-        else:
-            hit[t] = -1
-
-
 def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     """Block-diagonal extraction: block g is ``A[rows_g, cols_g]``;
     returns ``(indptr, indices, src, first_dup)``, see ``kernels.cpu.groups``.
 
-    ``row_ptr`` and ``col_ptr`` may be host arrays (no read for their ends);
+    ``row_ptr`` and ``col_ptr`` may be host arrays (no read for them);
     ``check=False`` skips looking for a repeated column within a group
-    (``first_dup`` is then -1), for columns distinct by construction.
+    (``first_dup`` is then -1), for columns distinct by construction.  The
+    fused kernels of ``kernels.cuda.layer_groups`` do the work.
     """
     xp = _xp(ptr)
-    G = row_ptr.size - 1
-    nr = rows.size
-    out_ptr = xp.zeros(nr + 1, np.int64)
-    empty = xp.zeros(0, np.int64)
-    if G <= 0:
-        return out_ptr, empty, empty.copy(), -1
-    row_ptr, rp = _pointer(xp, row_ptr)
-    col_ptr, cp = _pointer(xp, col_ptr)
-    c0, c1 = int(cp[0]), int(cp[G])
-    r0, r1 = int(rp[0]), int(rp[G])
-    # Each group's columns sorted, ties in position order.
-    seg = cols[c0:c1].astype(np.int64)
-    col_grp = _owners(xp, col_ptr, c0, c1)
-    o = stable_order(xp, col_grp, seg, G, ncols)
-    sorted_cols = seg[o]
-    sorted_pos = o + c0
-    first_dup = _repeated_column(xp, col_grp[o], sorted_cols, sorted_pos) \
-        if check and c1 > c0 else -1
-    if nr == 0 or c1 == c0:
-        return out_ptr, empty, empty.copy(), first_dup
-    # Group of every output row (-1 outside every group).
-    row_grp = xp.full(nr, -1, np.int64)
-    row_grp[r0:r1] = _owners(xp, row_ptr, r0, r1)
-    # One thread per entry of the rows, not per row: a hub row (LADIES'
-    # probability rows hold a whole neighbourhood) would keep one thread
-    # busy while the others idle.
-    in_grp = row_grp >= 0
-    r = xp.where(in_grp, rows.astype(np.int64), 0)
-    starts = ptr[r].astype(np.int64)
-    row_off = xp.zeros(nr + 1, np.int64)
-    row_off[1:] = xp.where(in_grp, ptr[r + 1].astype(np.int64) - starts, 0)
-    row_off = scan(xp, row_off)
-    T = host_int(row_off[nr])
-    # Chunks of whole rows bound the expansion's buffers (rows selected from
-    # a whole graph would otherwise need several int64 arrays per entry).
-    kept = []
-    for q0, q1, t0, t1 in row_chunks(row_off, T):
-        if t1 == t0:
-            continue
-        e_row = q0 + _owners(xp, row_off[q0:q1 + 1], t0, t1)
-        e_src = starts[e_row] + (xp.arange(t0, t1, dtype=np.int64) - row_off[e_row])
-        hit = xp.empty(t1 - t0, np.int64)
-        launch(_extract_match, t1 - t0, idx, e_src, row_grp[e_row], col_ptr,
-               sorted_cols, sorted_pos, hit)
-        sel = xp.flatnonzero(hit >= 0)  # one read sizes all three
-        kept.append((e_row[sel], hit[sel], e_src[sel]))
-    if not kept:
-        return out_ptr, empty, empty.copy(), first_dup
-    e_row, e_idx, e_src = (kept[0] if len(kept) == 1 else
-                           [xp.concatenate([k[j] for k in kept]) for j in range(3)])
-    if e_row.size == 0:
-        return out_ptr, empty, empty.copy(), first_dup
-    out_ptr[1:] = xp.bincount(e_row, minlength=nr)
-    out_ptr = scan(xp, out_ptr)
-    # Entries are in (row, position) order; the stable sort by output column
-    # within each row is the CPU kernel's order (columns are distinct in a row).
-    order = _row_sort(xp, e_row, e_idx, nr, c1)
-    return out_ptr, e_idx[order], e_src[order], first_dup
-
-
-def _repeated_column(xp, grp, sorted_cols, sorted_pos):
-    """Earliest position of a column repeated within its group, or -1 (one read)."""
-    dup = xp.zeros(sorted_cols.size, np.bool_)
-    dup[1:] = (grp[1:] == grp[:-1]) & (sorted_cols[1:] == sorted_cols[:-1])
-    big = np.iinfo(np.int64).max
-    low = host_int(xp.where(dup, sorted_pos, big).min())
-    return low if low != big else -1
+    _, rp = _pointer(xp, row_ptr)
+    _, cp = _pointer(xp, col_ptr)
+    return fused.extract_groups(ptr, idx, rows.astype(np.int64, copy=False), rp,
+                                cols.astype(np.int64, copy=False), cp, ncols, check)

@@ -1,0 +1,370 @@
+"""Per-group relabelling and extraction on the GPU in a few kernels and one read.
+
+Fused twins of ``kernels.cpu.groups``' ``compact_groups`` and
+``extract_groups`` (the same outputs, see there for the contract): the
+layer-wise samplers call both once per layer, where a composition of sorts
+and array operations would cost dozens of device operations and several
+blocking reads.  Here each is a handful of grid-stride kernels over hash
+tables, sized from what the host knows (the group pointers, the input's
+entry count), and one blocking read for the output's size.
+
+* ``compact_groups``: a group's *sequence* is its ``first`` columns, then
+  its rows' entries, row by row (``kernels.cpu.groups``' order).  Every
+  occurrence of ``(group, column)`` goes into one open-addressing table
+  whose slot keeps the earliest sequence position (an atomic maximum of
+  ``TOP - position``); an occurrence whose position is its slot's is the
+  column's first appearance (a *head*).  One inclusive scan over the
+  sequence numbers the heads: the groups' sequences lie one after the other,
+  so the scan gives every kept column its id within the whole bulk, in the
+  CPU order.  Rows are then sorted by their new columns, a thread per row.
+* ``extract_groups``: each group's columns go into a region of one table
+  (column -> its latest position, as the CPU kernel's map keeps it); a thread
+  per output row counts its row's entries found there, a scan makes the row
+  pointer, and the same walk writes them, sorted by output column.
+
+Sequence positions fit the 48 bits below ``TOP``; ``compact_groups`` keys
+its table by ``group * ncols + column``, so ``fits_compact`` says when that
+key fits in 62 bits (the sort-based driver handles the rest).
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels.common import hash_slot as _hash_slot
+from kernels.common import index_dtype
+from kernels.common import lower_bound as _lower_bound
+from kernels.common import sort_pairs_inplace as _sort_pairs
+from kernels.common import sort_range as _sort_range
+from kernels.cuda._util import _xp, device, full, launch, scan, to_host
+
+hash_slot = device(_hash_slot)
+lower_bound = device(_lower_bound)
+sort_pairs = device(_sort_pairs)
+sort_range = device(_sort_range)
+
+#: A free key slot (keys are columns or ``group * ncols + column``, never negative).
+EMPTY = np.int64(-1)
+#: Positions are kept as ``TOP - position`` under an atomic maximum (the
+#: tables start at -1 everywhere, one fill for keys and positions alike).
+TOP = np.int64(2 ** 62)
+
+
+def fits_compact(n_groups, ncols):
+    """Whether ``compact_groups``' keys ``group * ncols + column`` fit in 62 bits."""
+    return int(n_groups) * max(int(ncols), 1) < (1 << 62)
+
+
+def _bits_for(n):
+    """Table bits for ``n`` keys: at least twice as many slots, at least 2."""
+    bits = 1
+    while (1 << bits) < 2 * n:
+        bits += 1
+    return bits
+
+
+@cuda.jit(device=True)
+def _group_of(gp, i):
+    """The group holding item ``i`` (``gp`` a group pointer; empty groups skipped)."""
+    return lower_bound(gp, 0, gp.size, i + 1) - 1
+
+
+@cuda.jit(device=True)
+def _claim(table, stride, base, bits, key):
+    """Absolute slot of ``key`` in the region ``[base, base + 2**bits)`` of a
+    table of ``stride`` int64 per slot, taken for it if free; -1 if full."""
+    mask = (np.int64(1) << bits) - 1
+    s = hash_slot(key, bits)
+    for _ in range(mask + 1):
+        k = cuda.atomic.cas(table, (base + s) * stride, EMPTY, key)
+        if k == EMPTY or k == key:
+            return base + s
+        s = (s + 1) & mask
+    return -1
+
+
+@cuda.jit(device=True)
+def _find(table, stride, base, bits, key):
+    """Absolute slot holding ``key`` in a region (see ``_claim``), or -1."""
+    if bits == 0:
+        return -1
+    mask = (np.int64(1) << bits) - 1
+    s = hash_slot(key, bits)
+    for _ in range(mask + 1):
+        k = table[(base + s) * stride]
+        if k == key:
+            return base + s
+        if k == EMPTY:
+            return -1
+        s = (s + 1) & mask
+    return -1
+
+
+# -- compact_groups -----------------------------------------------------------
+
+@cuda.jit(device=True)
+def _item(u, n_first, first, first_ptr, ptr, idx, row_ptr, r0, r1, nnz_base, ncols):
+    """(key, sequence position, column, entry or -1 - position in first) of item ``u``:
+    the ``first`` columns come first, then the entries."""
+    f0 = first_ptr[0]
+    if u < n_first:
+        t = f0 + u
+        g = _group_of(first_ptr, t)
+        base = (first_ptr[g] - f0) + (ptr[row_ptr[g]] - nnz_base)
+        c = np.int64(first[t])
+        return g * ncols + c, base + (t - first_ptr[g]), c, -1 - t
+    e = nnz_base + (u - n_first)
+    r = lower_bound(ptr, r0, r1 + 1, e + 1) - 1
+    g = _group_of(row_ptr, r)
+    base = (first_ptr[g] - f0) + (ptr[row_ptr[g]] - nnz_base)
+    c = np.int64(idx[e])
+    sp = base + (first_ptr[g + 1] - first_ptr[g]) + (e - ptr[row_ptr[g]])
+    return g * ncols + c, sp, c, e
+
+
+@cuda.jit(cache=True)
+def _compact_mark(first, first_ptr, ptr, idx, row_ptr, r0, r1, nnz_base, ncols, n_first,
+                  n_items, table, bits):
+    """Every occurrence into the table; its slot keeps the earliest position."""
+    start = cuda.grid(1)
+    for u in range(start, n_items, cuda.gridsize(1)):
+        key, sp, _c, _e = _item(u, n_first, first, first_ptr, ptr, idx, row_ptr, r0, r1,
+                                nnz_base, ncols)
+        s = _claim(table, 2, 0, bits, key)
+        cuda.atomic.max(table, 2 * s + 1, TOP - sp)
+
+
+@cuda.jit(cache=True)
+def _compact_flags(first, first_ptr, ptr, idx, row_ptr, r0, r1, nnz_base, ncols, n_first,
+                   n_items, table, bits, check, flags, head, tail):
+    """Head flag and head position of every sequence position; with ``check``,
+    the earliest repeated leading column into ``tail[-1]``."""
+    start = cuda.grid(1)
+    for u in range(start, n_items, cuda.gridsize(1)):
+        key, sp, _c, e = _item(u, n_first, first, first_ptr, ptr, idx, row_ptr, r0, r1,
+                               nnz_base, ncols)
+        h = TOP - table[2 * _find(table, 2, 0, bits, key) + 1]
+        head[sp] = h
+        flags[sp] = 1 if h == sp else 0
+        if check != 0 and e < 0 and h != sp:
+            cuda.atomic.max(tail, tail.size - 1, TOP - (-1 - e))
+
+
+@cuda.jit(cache=True)
+def _compact_emit(first, first_ptr, ptr, idx, row_ptr, r0, r1, nnz_base, ncols, n_first,
+                  n_items, head, incl, kept, local, tail):
+    """Kept columns (heads, by their scanned ids), every entry's new column,
+    and the groups' pointer into ``tail[:G + 1]``."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for u in range(start, n_items, stride):
+        _k, sp, c, e = _item(u, n_first, first, first_ptr, ptr, idx, row_ptr, r0, r1,
+                             nnz_base, ncols)
+        h = head[sp]
+        nid = incl[h] - 1
+        if h == sp:
+            kept[nid] = c
+        if e >= 0:
+            local[e - nnz_base] = nid
+    G = row_ptr.size - 1
+    f0 = first_ptr[0]
+    for g in range(start, G + 1, stride):
+        b = (first_ptr[g] - f0) + (ptr[row_ptr[g]] - nnz_base)
+        tail[g] = incl[b - 1] if b > 0 else 0
+
+
+@cuda.jit(cache=True)
+def _compact_rows(ptr, r0, r1, nnz_base, local, perm, with_perm, out):
+    """Each row's entries sorted by new column (with their entry ids when
+    ``with_perm``), written to ``out`` in its index type."""
+    start = cuda.grid(1)
+    for r in range(r0 + start, r1, cuda.gridsize(1)):
+        lo = ptr[r] - nnz_base
+        hi = ptr[r + 1] - nnz_base
+        if with_perm != 0:
+            for q in range(lo, hi):
+                perm[q] = q + nnz_base
+            sort_pairs(local, perm, lo, hi)
+        else:
+            sort_range(local, lo, hi)
+        for q in range(lo, hi):
+            out[q] = local[q]
+
+
+def _entry_range(xp, ptr, idx, r0, r1):
+    """``(ptr[r0], ptr[r1])``: free for the whole of a canonical CSR (``ptr[0]``
+    is 0 and ``ptr[-1]`` the entry count), one read otherwise."""
+    if _xp(ptr) is np:
+        return int(ptr[r0]), int(ptr[r1])
+    if r0 == 0 and r1 == ptr.size - 1:
+        return 0, int(idx.size)
+    lo, hi = to_host(ptr[xp.asarray(np.array([r0, r1], np.int64))]).tolist()
+    return int(lo), int(hi)
+
+
+def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, check=True):
+    """Relabel the columns of each row group; see ``kernels.cpu.groups``.
+
+    ``row_ptr`` and ``first_ptr`` as host int64 arrays; ``ptr`` a canonical
+    CSR pointer (``ptr[0] == 0``, ``ptr[-1] == idx.size``) when the groups
+    cover every row, else its ends cost one read.  Returns ``(out_idx, perm,
+    kept, kept_ptr, first_dup)`` with ``kept_ptr`` on the host: one read
+    brings it (and ``first_dup`` with ``check``).
+    """
+    xp = _xp(ptr)
+    G = row_ptr.size - 1
+    r0, r1 = int(row_ptr[0]), int(row_ptr[G])
+    nnz_base, nnz_end = _entry_range(xp, ptr, idx, r0, r1)
+    n_entries = nnz_end - nnz_base
+    n_first = int(first_ptr[G]) - int(first_ptr[0])
+    L = n_first + n_entries
+    out_type = index_dtype(L)
+    if L == 0:
+        empty = xp.zeros(0, np.int64)
+        return (empty.astype(out_type), empty.copy(), empty.copy(),
+                np.zeros(G + 1, np.int64), -1)
+    bits = _bits_for(L)
+    S = 1 << bits
+    # Keys and positions, then the groups' pointer and the repeat: one fill.
+    table = full(xp, 2 * S + G + 2, -1, np.int64)
+    tail = table[2 * S:]
+    rp, fp = xp.asarray(row_ptr), xp.asarray(first_ptr)
+    args = (first, fp, ptr, idx, rp, np.int64(r0), np.int64(r1), np.int64(nnz_base),
+            np.int64(ncols), np.int64(n_first), np.int64(L))
+    launch(_compact_mark, L, *args, table, np.int64(bits))
+    flags = xp.empty(L, np.int64)
+    head = xp.empty(L, np.int64)
+    launch(_compact_flags, L, *args, table, np.int64(bits), np.int64(check), flags, head, tail)
+    incl = scan(xp, flags)
+    kept = xp.empty(L, np.int64)
+    local = xp.empty(max(n_entries, 1), np.int64)
+    launch(_compact_emit, max(L, G + 1), *args, head, incl, kept, local, tail)
+    perm = xp.empty(n_entries if with_perm else 0, np.int64)
+    out = xp.empty(n_entries, out_type)
+    if n_entries:
+        launch(_compact_rows, r1 - r0, ptr, np.int64(r0), np.int64(r1), np.int64(nnz_base),
+               local, perm if with_perm else local, np.int64(with_perm), out)
+    host = np.asarray(to_host(tail), np.int64)
+    kept_ptr = host[:G + 1].copy()
+    first_dup = int(TOP - host[-1]) if check and host[-1] >= 0 else -1
+    return out, perm, kept[:int(kept_ptr[G])], kept_ptr, first_dup
+
+
+# -- extract_groups -----------------------------------------------------------
+
+@cuda.jit(cache=True)
+def _extract_fill(cols, col_ptr, toff, tbits, table, check):
+    """Each group's columns into its region: the latest position of each
+    (and, with ``check``, the earliest, kept as ``TOP - position``)."""
+    c0 = col_ptr[0]
+    n = col_ptr[col_ptr.size - 1] - c0
+    start = cuda.grid(1)
+    for u in range(start, n, cuda.gridsize(1)):
+        t = c0 + u
+        g = _group_of(col_ptr, t)
+        s = _claim(table, 3, toff[g], tbits[g], np.int64(cols[t]))
+        cuda.atomic.max(table, 3 * s + 1, t)
+        if check != 0:
+            cuda.atomic.max(table, 3 * s + 2, TOP - t)
+
+
+@cuda.jit(cache=True)
+def _extract_repeats(cols, col_ptr, toff, tbits, table, dup):
+    """The earliest position of a column repeated within its group (as
+    ``TOP - position`` into ``dup[0]``)."""
+    c0 = col_ptr[0]
+    n = col_ptr[col_ptr.size - 1] - c0
+    start = cuda.grid(1)
+    for u in range(start, n, cuda.gridsize(1)):
+        t = c0 + u
+        g = _group_of(col_ptr, t)
+        s = _find(table, 3, toff[g], tbits[g], np.int64(cols[t]))
+        if TOP - table[3 * s + 2] != t:
+            cuda.atomic.max(dup, 0, TOP - t)
+
+
+@cuda.jit(device=True)
+def _row_group(row_ptr, i):
+    """Group of output row ``i``, or -1 outside every group."""
+    G = row_ptr.size - 1
+    if i < row_ptr[0] or i >= row_ptr[G]:
+        return -1
+    return _group_of(row_ptr, i)
+
+
+@cuda.jit(cache=True)
+def _extract_count(ptr, idx, rows, row_ptr, toff, tbits, table, cnt):
+    """``cnt[i + 1]``: entries of output row ``i`` whose column its group
+    selects (``cnt[0] = 0``: the scan makes the row pointer)."""
+    start = cuda.grid(1)
+    if start == 0:
+        cnt[0] = 0
+    for i in range(start, rows.size, cuda.gridsize(1)):
+        g = _row_group(row_ptr, i)
+        c = 0
+        if g >= 0 and tbits[g] > 0:
+            r = rows[i]
+            for e in range(ptr[r], ptr[r + 1]):
+                if _find(table, 3, toff[g], tbits[g], np.int64(idx[e])) >= 0:
+                    c += 1
+        cnt[i + 1] = c
+
+
+@cuda.jit(cache=True)
+def _extract_emit(ptr, idx, rows, row_ptr, toff, tbits, table, out_ptr, out_idx, src):
+    """Each output row's entries (output column, input entry), sorted by column."""
+    start = cuda.grid(1)
+    for i in range(start, rows.size, cuda.gridsize(1)):
+        g = _row_group(row_ptr, i)
+        lo = out_ptr[i]
+        if lo == out_ptr[i + 1]:
+            continue
+        r = rows[i]
+        o = lo
+        for e in range(ptr[r], ptr[r + 1]):
+            s = _find(table, 3, toff[g], tbits[g], np.int64(idx[e]))
+            if s >= 0:
+                out_idx[o] = table[3 * s + 1]
+                src[o] = e
+                o += 1
+        sort_pairs(out_idx, src, lo, o)
+
+
+def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
+    """Block-diagonal extraction, block g ``A[rows_g, cols_g]``; see
+    ``kernels.cpu.groups``.  ``row_ptr`` and ``col_ptr`` as host int64 arrays.
+
+    Returns ``(indptr, indices, src, first_dup)``.  One read (the output's
+    size), two with ``check`` (the repeat too).
+    """
+    xp = _xp(ptr)
+    G = row_ptr.size - 1
+    nr = rows.size
+    sizes = np.diff(np.asarray(col_ptr, np.int64))
+    # A region of 2**bits slots per group, none for a group without columns.
+    bits = np.array([_bits_for(int(m)) if m else 0 for m in sizes], np.int64)
+    span = np.where(sizes > 0, np.left_shift(np.int64(1), bits), 0)
+    toff = np.zeros(G, np.int64)
+    np.cumsum(span[:-1], out=toff[1:])
+    S = int(span.sum())
+    table = full(xp, 3 * S + 1, -1, np.int64)
+    dtoff, dbits, cp, rp = (xp.asarray(a) for a in (toff, bits, col_ptr, row_ptr))
+    first_dup = -1
+    if S:
+        launch(_extract_fill, int(col_ptr[G] - col_ptr[0]), cols, cp, dtoff, dbits, table,
+               np.int64(check))
+        if check:
+            dup = table[3 * S:]
+            launch(_extract_repeats, int(col_ptr[G] - col_ptr[0]), cols, cp, dtoff, dbits,
+                   table, dup)
+            d = int(to_host(dup)[0])
+            first_dup = int(TOP - d) if d >= 0 else -1
+    cnt = xp.empty(nr + 1, np.int64)
+    launch(_extract_count, nr, ptr, idx, rows, rp, dtoff, dbits, table, cnt)
+    out_ptr = scan(xp, cnt)
+    T = int(to_host(out_ptr[nr:])[0])
+    out_idx = xp.empty(T, np.int64)
+    src = xp.empty(T, np.int64)
+    if T:
+        launch(_extract_emit, nr, ptr, idx, rows, rp, dtoff, dbits, table, out_ptr, out_idx,
+               src)
+    return out_ptr, out_idx, src, first_dup
