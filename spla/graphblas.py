@@ -16,8 +16,8 @@ import numpy as np
 from spla import backend
 from spla.checks import as_index_array, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
-from spla.mask import (check_write, dense_flags, dense_union, entries, finish, member, merge,
-                       ones_if_none, positions, rebuild)
+from spla.mask import (UNION_DTYPES, check_write, dense_flags, dense_union, entries, finish,
+                       member, merge, ones_if_none, positions, rebuild, sorted_union, union_dtype)
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 from spla.operators import as_binary
@@ -25,6 +25,7 @@ from spla.product import (cast, generic_product, masked_kernels, prepare, transp
                           transposed_values)
 from spla.semiring import as_monoid, as_semiring, plus_times
 from spla.vector import Vector
+from kernels.semiring_ops import ADD_ANY
 
 
 def _vector(func, arg, u):
@@ -44,6 +45,8 @@ def _allow(xp, mask, n):
     """Dense per-position flags of a mask (empty: everything allowed)."""
     if mask is None:
         return xp.zeros(0, np.bool_)
+    if xp is np:
+        return backend.kernels_for("cpu").vector.key_flags(mask.true_keys(), n, mask.complement)
     allow = xp.zeros(n, np.bool_)
     allow[mask.true_keys()] = True
     return ~allow if mask.complement else allow
@@ -370,6 +373,14 @@ def _assign_scalar_masked(C, value, mask, replace):
     xp = C.xp
     mk = mask.true_keys()
     kc, vc = entries(C)
+    dt = union_dtype(np.full(0, value), vc)
+    if xp is np and dt in UNION_DTYPES:
+        # The mask's keys take the scalar, C's others keep theirs: one merge
+        # with the scalar's side first (``any`` keeps the first operand's).
+        tv = np.full(mk.size, value).astype(dt)
+        if replace:
+            return Vector._new(mk, tv, C.size)
+        return sorted_union(C.size, mk, tv, kc, vc, ADD_ANY, dt)
     flags = None if replace else dense_flags(C, (mk, kc))
     if flags is not None:
         outside = ~flags[0][kc]

@@ -41,6 +41,7 @@ from spla.arrays import narrow_indices
 from spla.matrix import Matrix
 from spla.util import row_ids
 from spla.vector import Vector
+from kernels import semiring_ops as ops
 
 #: Cache key of a product computed only inside its mask (``spla.product``):
 #: ``finish`` then skips the membership test, and pops the mark.
@@ -210,12 +211,66 @@ def dense_union(like, present, parts):
     return Vector._new(keys, dv[keys], like.size)
 
 
+#: Built-in operators whose union of two host vectors runs as one sorted
+#: merge (``kernels.cpu.vector.union_sorted``): name -> (additive code, swap).
+#: ``second`` is ``any`` with the operands swapped.  min and max stay out:
+#: the kernel's comparisons and numpy's treat a NaN differently.
+_UNION_CODES = {"plus": (ops.ADD_PLUS, False), "times": (ops.ADD_TIMES, False),
+                "first": (ops.ADD_ANY, False), "any": (ops.ADD_ANY, False),
+                "second": (ops.ADD_ANY, True)}
+#: Value dtypes of that merge (each one a compiled signature).
+UNION_DTYPES = (np.dtype(np.int64), np.dtype(np.float64))
+
+
+def union_dtype(*vals):
+    """The dtype of a union of these value arrays (None: a pattern's ones,
+    int64), as ``merge``'s concatenation promotes them."""
+    return np.result_type(*[np.int64 if v is None else v.dtype for v in vals])
+
+
+def sorted_union(size, ka, va, kb, vb, code, dt):
+    """A host Vector of the union of two sorted key sets, values cast to
+    ``dt``; a key of both sides gets ``add_op(code, a, b)``."""
+    from spla import backend
+    K = backend.kernels_for("cpu").vector
+    a_val = np.zeros(0, dt) if va is None else va.astype(dt, copy=False)
+    b_val = np.zeros(0, dt) if vb is None else vb.astype(dt, copy=False)
+    keys, vals = K.union_sorted(ka, a_val, va is not None, kb, b_val, vb is not None, code,
+                                np.ones(1, dt))
+    return Vector._new(keys, vals, size)
+
+
+def _vector_union(A, B, op):
+    """``merge``'s union of two host Vectors by one sorted merge, or None
+    where the operator or the dtypes are not the merge's."""
+    from spla.operators import BINARY
+    entry = _UNION_CODES.get(op.name)
+    if (entry is None or BINARY.get(op.name) is not op or not isinstance(A, Vector)
+            or A.xp is not np):
+        return None
+    va, vb = A.values, B.values
+    dt = union_dtype(va, vb)
+    if dt not in UNION_DTYPES:
+        return None
+    code, swap = entry
+    if swap:
+        A, va, B, vb = B, vb, A, va
+    out = sorted_union(A.size, A.indices, va, B.indices, vb, code, dt)
+    if va is None and vb is None and op.name in _PATTERN_OPS:
+        return Vector._new(out.indices, None, out.size)
+    return out
+
+
 def merge(func, A, B, op, union, left_default=None, right_default=None):
     """A ⊕ B on matched entries (``union``: also the entries of one side).
 
     Entries of one side only are kept as they are, or, given the defaults
     (``ewise_union``), combined with the other side's default value.
     """
+    if union and left_default is None:
+        out = _vector_union(A, B, op)
+        if out is not None:
+            return out
     xp = A.xp
     ka, va = entries(A)
     kb, vb = entries(B)
