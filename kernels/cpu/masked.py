@@ -87,6 +87,11 @@ DOT_BLOCKS = 64
 #: walks few entries, in order, where table reads land anywhere in the
 #: table (a cache miss each on a large graph).
 TABLE_ROW = 16
+#: ... unless the k range is at most this: the table (int32) then stays in a
+#: core's cache, a read costs less than a merge's compare whose outcome
+#: the branch predictor cannot guess, and every row with two or more slots
+#: uses it (a small graph such as PubMed).
+SMALL_K = 1 << 16
 
 
 # Once per row, so not inlined: inlining it into both twins of the kernel
@@ -134,26 +139,28 @@ def _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_pt
 
 
 @numba.njit(cache=True, inline="always")
-def _use_table(i, a_ptr, m_ptr):
-    return m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] - a_ptr[i] >= TABLE_ROW
+def _use_table(i, a_ptr, m_ptr, min_row):
+    return m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] - a_ptr[i] >= min_row
 
 
 @numba.njit(cache=True, inline="always")
-def _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk):
+def _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk, min_row):
     """Row bounds of ``nblk`` blocks of about equal estimated work.
 
     Equal row counts would not do: the rows of a lower triangle grow with
     the row id, and a graph numbered in BFS order puts its dense rows
     first, so one thread's half of the rows can hold nearly all the work.
     A row costs its Bᵀ rows' lengths plus A's row once (table) or once per
-    slot (merge).
+    slot (merge); rows of ``min_row`` entries or more with two slots or
+    more use a table (``_use_table``).
     """
     n = a_ptr.size - 1
     cum = np.zeros(n + 1, np.int64)
     for i in prange(n):
         lo = m_ptr[i]
         hi = m_ptr[i + 1]
-        t = (hi - lo) + (a_ptr[i + 1] - a_ptr[i]) * (1 if _use_table(i, a_ptr, m_ptr) else hi - lo)
+        t = (hi - lo) + (a_ptr[i + 1] - a_ptr[i]) * (
+            1 if _use_table(i, a_ptr, m_ptr, min_row) else hi - lo)
         for s in range(lo, hi):
             j = m_idx[s]
             t += bt_ptr[j + 1] - bt_ptr[j]
@@ -173,9 +180,10 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
                add, mul, one):
     """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products.
 
-    Rows with two or more mask slots and ``TABLE_ROW`` entries or more go
-    through a position table of A's row (``_table_row``); others merge or
-    search (``dot_row``).  The rows are cut into ``DOT_BLOCKS`` blocks of
+    Rows with two or more mask slots and ``TABLE_ROW`` entries or more (any
+    entries at all when the k range is at most ``SMALL_K``) go through a
+    position table of A's row (``_table_row``); others merge or search
+    (``dot_row``).  The rows are cut into ``DOT_BLOCKS`` blocks of
     about equal work (``_dot_blocks``); a block makes one table, of the
     size of the k range, when it first needs one.
     """
@@ -188,14 +196,15 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
         nk = max(nk, a_idx.max() + 1)
     if bt_idx.size:
         nk = max(nk, bt_idx.max() + 1)
+    min_row = 1 if nk <= SMALL_K else TABLE_ROW
     nblk = min(n, DOT_BLOCKS)
-    bounds = _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk)
+    bounds = _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk, min_row)
     for b in prange(nblk):
         # Offsets in A's row (int32: half an int64 table's cache), made when
         # the block first meets a long row: short-row blocks never pay for it.
         where = np.empty(0, np.int32)
         for i in range(bounds[b], bounds[b + 1]):
-            if _use_table(i, a_ptr, m_ptr):
+            if _use_table(i, a_ptr, m_ptr, min_row):
                 if where.size == 0:
                     where = np.full(nk, -1, np.int32)
                 _table_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr,

@@ -388,12 +388,49 @@ def test_masked_dot_blocks_share_the_work():
         work.append(slots.size + a_len * (1 if table else slots.size)
                     + sum(int(bt_ptr[j + 1] - bt_ptr[j]) for j in slots))
     work = np.array(work)
-    bounds = _dot_blocks.py_func(a_ptr, bt_ptr, a_ptr, a_idx, nblk)
+    bounds = _dot_blocks.py_func(a_ptr, bt_ptr, a_ptr, a_idx, nblk, TABLE_ROW)
     assert bounds[0] == 0 and bounds[-1] == n and np.all(np.diff(bounds) >= 0)
     share = [work[bounds[b]:bounds[b + 1]].sum() for b in range(nblk)]
     assert max(share) <= work.sum() / nblk + work.max()
     # the test has teeth: blocks of equal row counts fail the same bound
     assert work[:n // nblk].sum() > work.sum() / nblk + work.max()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_masked_dot_table_and_merge_paths_agree_bitwise(seed):
+    """A narrow k range sends every row with two slots or more through the
+    position table; the same matrices with their k ids spread past
+    ``SMALL_K`` send the short rows through the merge.  Both fold the terms
+    in increasing k: the values agree bit for bit, and equal scipy's A Aᵀ
+    on the mask."""
+    from kernels.cpu.masked import SMALL_K, TABLE_ROW
+    from spla import product
+    rs = np.random.RandomState(seed)
+    m, k = 50, 40
+    D = (rs.rand(m, k) < 0.15) * rs.standard_normal((m, k))
+    D[0, rs.rand(k) < 0.8] = 0.5           # a hub row: a table in both
+    assert (D[0] != 0).sum() >= TABLE_ROW
+    spread = SMALL_K // k + 1
+    c = sp.coo_matrix(D)
+    A = Matrix.from_scipy(sp.csr_matrix(D))
+    Aw = Matrix.from_scipy(sp.csr_matrix((c.data, (c.row, c.col * spread)),
+                                         shape=(m, k * spread)))
+    Mk = sp.csr_matrix((rs.rand(m, m) < 0.4) * 1.0)
+    M = Matrix.from_scipy(Mk)
+    orig = product._dot_is_cheaper
+    product._dot_is_cheaper = lambda xp, A, B, M: True
+    try:
+        for sr in (semiring.plus_times, semiring.min_plus, semiring.plus_pair):
+            got, wide = spla.mxm(A, A.T, sr, mask=M.S), spla.mxm(Aw, Aw.T, sr, mask=M.S)
+            assert as_dict(got) == as_dict(wide), sr
+    finally:
+        product._dot_is_cheaper = orig
+    full = sp.csr_matrix(D) @ sp.csr_matrix(D).T
+    want = {p: v for p, v in as_dict(Matrix.from_scipy(full.multiply(Mk > 0).tocsr())).items()
+            if v != 0}
+    got = {p: v for p, v in as_dict(spla.mxm(A, A.T, semiring.plus_times, mask=M.S)).items()
+           if v != 0}
+    assert got == pytest.approx(want)
 
 
 def test_masked_dot_cached_transpose_across_calls():
