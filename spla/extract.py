@@ -167,3 +167,84 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr, *, check=True):
              f"column {int(cols[first_dup])} repeated at position {first_dup}")
     vals = None if A.values is None else A.values[src]
     return Matrix._new(ptr, narrow_indices(idx, cols.size), vals, (rows.size, cols.size))
+
+
+def extract_values(A, rows, cols, *, fill=0, check=True):
+    """The entries ``A[rows[t], cols[t]]``, one per pair, as a dense 1-D array.
+
+    GraphBLAS's ``extractElement`` for many pairs at once: pair ``t`` gives
+    the stored value at row ``rows[t]``, column ``cols[t]`` (1 for a
+    structural matrix), or ``fill`` where A stores none.  Each pair is one
+    binary search in its row's sorted columns, so the cost is the pairs',
+    not the rows'.  Pairs may repeat and come in any order.
+
+    Parameters
+    ----------
+    A : Matrix or MxmExpr
+    rows, cols : 1-D arrays of int, of one length
+        The pairs' rows (in ``[0, A.nrows)``) and columns (in ``[0, A.ncols)``).
+    fill : int, float or bool, default 0
+        The value of a pair A stores nothing at; it must be exact in the
+        output's dtype.
+    check : bool, default True
+        Check the indices' range.  Callers whose pairs spla made (a
+        sampler's frontiers) pass False: on a GPU each check is a blocking
+        read.
+
+    Returns
+    -------
+    1-D array, on A's device
+        A's value dtype (int64 for a structural matrix).
+
+    Raises
+    ------
+    IndexOutOfRange
+        An index outside its dimension.
+    DimensionMismatch
+        ``rows`` and ``cols`` of different lengths.
+    InvalidValue
+        ``fill`` not exact in the output's dtype.
+    DeviceMismatch
+        Indices on the GPU for a matrix on the host.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla import Matrix
+    >>> from spla.extract import extract_values
+    >>> A = Matrix.from_dense(np.array([[0.0, 2.5], [4.0, 0.0]]))
+    >>> extract_values(A, [1, 0, 0], [0, 1, 0])
+    array([4. , 2.5, 0. ])
+    >>> extract_values(A, [0], [0], fill=-1.0)
+    array([-1.])
+    """
+    from spla.checks import describe, fail
+    from spla.exceptions import DeviceMismatch, DimensionMismatch, InvalidValue
+    func = "extract_values"
+    A = as_matrix(func, "A", A)
+    xp = A.xp
+    for arg, a in (("rows", rows), ("cols", cols)):
+        if backend.device_of(a) != "cpu" and A.device == "cpu":
+            raise DeviceMismatch(f"{func}: argument '{arg}' is on {backend.device_of(a)}, A on "
+                                 "cpu; move one of them")
+    if check:
+        rows = xp.asarray(as_index_array(func, "rows", rows, A.nrows))
+        cols = xp.asarray(as_index_array(func, "cols", cols, A.ncols))
+    else:
+        rows = xp.asarray(rows).astype(np.int64, copy=False)
+        cols = xp.asarray(cols).astype(np.int64, copy=False)
+    if rows.shape != cols.shape or rows.ndim != 1:
+        fail(DimensionMismatch, func, "cols", f"a 1-D array of {rows.size} indices (as rows)",
+             describe(cols))
+    dt = A.dtype if A.values is not None else np.dtype(np.int64)
+    if not isinstance(fill, (int, float, bool, np.integer, np.floating, np.bool_)):
+        fail(InvalidValue, func, "fill", "a real scalar", describe(fill))
+    with np.errstate(all="ignore"):
+        f = np.asarray([fill]).astype(dt)
+    back = f[0].item()  # a Python number: compared exactly, not in dt
+    if not (back == fill or (back != back and fill != fill)):
+        fail(InvalidValue, func, "fill", f"a value exact in {dt}", repr(fill))
+    vals = A.values if A.values is not None else xp.empty(0, dt)
+    K = backend.kernels_for(A.device)
+    return K.extract.extract_values(A.indptr, A.indices, vals, A.values is not None, rows, cols,
+                                    xp.asarray(f))

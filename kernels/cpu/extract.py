@@ -17,7 +17,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import EMPTY_KEY, get_bit, probe, sort_pairs, table_bits, use_dense_map
+from kernels.common import (EMPTY_KEY, get_bit, lower_bound, probe, sort_pairs, table_bits,
+                            use_dense_map)
 from kernels.parallel import parallel_kernel
 
 
@@ -270,4 +271,31 @@ def take(arr, pos):
     out = np.empty(pos.size, arr.dtype)
     for i in prange(pos.size):
         out[i] = arr[pos[i]]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _values_at(ptr, idx, val, hv, rows, cols, fill, out):
+    for t in range(rows.size):
+        r = rows[t]
+        lo = ptr[r]
+        hi = ptr[r + 1]
+        c = cols[t]
+        p = lower_bound(idx, lo, hi, c)
+        if p < hi and idx[p] == c:
+            out[t] = val[p] if hv else 1
+        else:
+            out[t] = fill[0]
+
+
+def extract_values(ptr, idx, val, hv, rows, cols, fill):
+    """``A[rows[t], cols[t]]`` for every t (1 for a structural entry), ``fill[0]``
+    where A holds none; the output has ``fill``'s dtype.
+
+    A binary search in each row's sorted columns (one thread: the callers
+    look up a few entries per sampled vertex, far too little to share).
+    """
+    out = np.empty(rows.size, fill.dtype)
+    if rows.size:
+        _values_at(ptr, idx, val, hv, rows, cols, fill, out)
     return out

@@ -195,3 +195,29 @@ def take(arr, pos):
     if pos.size:
         launch(_take_at, pos.size, arr, pos, out)
     return out
+
+
+@cuda.jit(cache=True)
+def _values_at(ptr, idx, val, hv, rows, cols, fill, out):
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for t in range(start, rows.size, stride):
+        r = rows[t]
+        lo = ptr[r]
+        hi = ptr[r + 1]
+        c = cols[t]
+        p = lower_bound(idx, lo, hi, c)
+        if p < hi and idx[p] == c:
+            out[t] = val[p] if hv != 0 else 1
+        else:
+            out[t] = fill[0]
+
+
+def extract_values(ptr, idx, val, hv, rows, cols, fill):
+    """``A[rows[t], cols[t]]`` for every t (twin of the CPU ``extract_values``):
+    a thread per lookup, one launch."""
+    xp = _xp(rows)
+    out = xp.empty(rows.size, fill.dtype)
+    if rows.size:
+        launch(_values_at, rows.size, ptr, idx, val, hv, rows, cols, fill, out)
+    return out

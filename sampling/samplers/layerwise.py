@@ -20,11 +20,12 @@ import numpy as np
 
 import spla
 from spla import (Vector, apply, compact_columns_blockwise, extract_blockwise,
-                  normalize_rows, reduce_columnwise, reduce_rowwise, sample_rows, vxm)
+                  normalize_rows, reduce_rowwise, sample_rows, vxm)
 from spla import backend
 from spla.arrays import narrow_indices
 from spla.agreement import collective_checks
 from spla.checks import check_weights
+from spla.extract import extract_values
 from spla.matrix import Matrix
 
 from sampling.samplers.base import (Sampler, SamplerConfig, as_graph, graph_comm,
@@ -145,7 +146,8 @@ class _LayerWise(Sampler):
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         """(P, W, rows): P (k x n, one row per minibatch, possibly lazy) to
         sample from, and a materialised matrix W whose row ``rows[g]`` holds
-        minibatch g's weights (probabilities once its row is normalised)."""
+        minibatch g's weights (probabilities once its row is normalised);
+        ``rows`` on the host."""
         raise NotImplementedError
 
     def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
@@ -153,18 +155,18 @@ class _LayerWise(Sampler):
 
         Only the kept columns are divided by their row's sum, the very
         division ``normalize_rows(W)`` makes on every entry (the same
-        operands, so the same values) without a pass over all of W.
+        operands, so the same values) without a pass over all of W: each
+        kept column's entry is one lookup in its minibatch's row
+        (``prow`` on the host: the rows of the pairs are made there).
         """
         xp = W.xp
         if W.values is None or W.dtype.kind in "iu":
             W = W.astype(np.float64)
-        sums = reduce_rowwise(W, "plus")[prow]
-        safe = xp.where(sums == 0, 1, sums).astype(W.dtype)
-        p = extract_blockwise(W, prow, one_per_group, src, src_ptr, check=False)
-        # p has one row per minibatch, so a column holds one entry at most:
-        # its sum is that (non-negative) entry exactly, 0 where W has none.
-        raw = reduce_columnwise(p, "plus")
-        return raw / safe[_group_of(xp, src_ptr)]
+        rows = xp.asarray(np.repeat(np.asarray(prow, np.int64), np.diff(src_ptr)))
+        raw = extract_values(W, rows, src, check=False)
+        sums = reduce_rowwise(W, "plus")
+        safe = xp.where(sums == 0, 1, sums).astype(W.dtype, copy=False)
+        return raw / safe[rows]
 
     def _sample_stacked(self, B, seed, epoch):
         xp = self.A.xp
@@ -227,7 +229,7 @@ class LADIES(_LayerWise):
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
         P = (_group_rows(xp, dst, dst_ptr, self.num_nodes) @ A_sq).new()
-        return P, P, xp.arange(k)
+        return P, P, np.arange(k)
 
 
 class FastGCN(_LayerWise):
@@ -270,7 +272,7 @@ class FastGCN(_LayerWise):
         pick_row0 = Matrix.from_csr(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
                                     None, (k, 1), check=False, copy=False)
         # Lazy: sampled by the fused path from the one global row.
-        return pick_row0 @ self._global, self._global, xp.zeros(k, np.int64)
+        return pick_row0 @ self._global, self._global, np.zeros(k, np.int64)
 
 
 def _distributed_like(D, local):
