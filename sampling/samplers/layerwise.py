@@ -6,7 +6,7 @@ Per layer, for all k minibatches at once (one row of Q per minibatch)::
     S   = sample_rows(P, s, ...)             # s distinct vertices per minibatch
     src = compact_columns_blockwise(S, first=dst)   # dst first, then the sampled
     adj = extract_blockwise(Â, dst, src)     # per minibatch Â[dst, src]
-    adj = normalize_rows(adj · diag(1 / (s p)))
+    adj = normalize_rows(adj · diag(1 / (s p)))   # normalize_scaled_rows
 
 FastGCN uses the global column norms of Â instead of the batch's,
 ``vxm(1, Â ∘ Â)`` (distributed when Â is: bit-identical either way): one
@@ -26,6 +26,7 @@ from spla.arrays import narrow_indices
 from spla.agreement import collective_checks
 from spla.checks import check_weights
 from spla.extract import extract_values
+from spla.layer_ops import normalize_scaled_rows
 from spla.matrix import Matrix
 
 from sampling.samplers.base import (Sampler, SamplerConfig, as_graph, graph_comm,
@@ -191,8 +192,9 @@ class _LayerWise(Sampler):
             src_ptr = np.asarray(backend.to_host(src_ptr), np.int64)
             adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr, check=False)
             p_col = self._kept_probabilities(W, prow, one_per_group, src, src_ptr)
-            scale = xp.where(p_col > 0, 1.0 / (s * xp.where(p_col > 0, p_col, 1.0)), 0.0)
-            adj = normalize_rows(spla.scale_columns(adj, scale.astype(adj.dtype)))
+            kept = p_col > 0
+            scale = xp.where(kept, 1.0 / (s * xp.where(kept, p_col, 1.0)), 0.0)
+            adj = normalize_scaled_rows(adj, scale.astype(adj.dtype, copy=False))
             layers.append((adj, dst, dst_ptr, src, src_ptr))
             dst, dst_ptr = src, src_ptr
         return layers
