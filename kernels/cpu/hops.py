@@ -415,13 +415,16 @@ def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
     tmp = np.empty(R + optr[R], np.int64)
     cnt = np.zeros(G + 1, np.int64)
     bounds = group_bounds(G, parts)
-    drawn = np.empty(0, np.int64)
-    if G < parts:
-        # Fewer groups than workers (one minibatch at a time): the draws,
-        # independent per row, on every worker first, each group's
-        # relabelling in order, then the rows' sorts on every worker again.
-        drawn = np.empty(optr[R], np.int64)
-        pos = np.empty(optr[R], np.int64)
+    # Fewer groups than workers (one minibatch at a time): the draws,
+    # independent per row, on every worker first, each group's relabelling
+    # in order, then the rows' sorts on every worker again.  The arrays are
+    # made once, empty when unused: numba's parallel lowering reads the
+    # shape of an array reassigned in a branch from before the branch
+    # (a bounds-checked build fails on the slices below), so none is.
+    early = G < parts
+    drawn = np.empty(optr[R] if early else 0, np.int64)
+    pos = np.empty(optr[R] if early else 0, np.int64)
+    if early:
         for ch in prange((R + CHUNK - 1) // CHUNK):
             c0 = ch * CHUNK
             c1 = min(R, c0 + CHUNK)
