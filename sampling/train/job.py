@@ -11,6 +11,7 @@ failed``) and ends every rank with status 1.
 """
 
 import contextlib
+import faulthandler
 import os
 import sys
 import time
@@ -146,6 +147,12 @@ def console_main(argv=None):
     >>> console_main(["--epochs", "0"])  # doctest: +SKIP
     error: argument --epochs: expected a positive integer, got '0' (see python -m sampling.train --help)
     """
+    # A crash in native code (a kernel, MPI, a thread pool) on one rank
+    # would otherwise end that rank with a bare "signal 11" from the
+    # launcher; the process is the job's own, so it may install the handler
+    # that prints every thread's Python stack first.
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
     status = main(argv)
     if status == 130:
         sys.stdout.flush()

@@ -276,6 +276,23 @@ def test_console_main_exits_with_mains_status(monkeypatch, status):
     assert mpi.finalized == (status == 130)
 
 
+@pytest.mark.slow
+def test_console_main_prints_python_stack_on_a_native_crash():
+    """A segfault in native code (here a read at address 0, standing in for a
+    kernel or MPI crash) prints the Python stack of every thread before the
+    rank dies, where the launcher alone would say "signal 11"."""
+    code = ("import ctypes\n"
+            "from sampling.train import job\n"
+            "def crash(argv=None):\n"
+            "    return ctypes.string_at(0)\n"
+            "job.main = crash\n"
+            "job.console_main([])\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONFAULTHANDLER": ""})
+    assert done.returncode != 0
+    assert "Segmentation fault" in done.stderr and "in crash" in done.stderr, done.stderr
+
+
 # -- --prefetch: the same training, sampled ahead in a background thread ------------------
 
 MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
