@@ -40,7 +40,7 @@ def _as_k(func, k, nrows, xp):
     if np.ndim(k) == 0 and not hasattr(k, "shape") or (hasattr(k, "shape") and k.shape == ()):
         if isinstance(k, (float, np.floating)) and float(k).is_integer():
             fail(InvalidValue, func, "k", "an integer >= 1 (not a float)", repr(k))
-        return min(as_int(func, "k", k, minimum=1), K_ALL), xp.zeros(0, np.int64)
+        return min(as_int(func, "k", k, minimum=1), K_ALL), xp.empty(0, np.int64)
     _, arr = (xp, xp.asarray(k))
     if arr.ndim != 1 or arr.size != nrows:
         fail(DimensionMismatch, func, "k", f"a scalar or a 1-D array of length {nrows}",
@@ -84,7 +84,7 @@ def draw_arrays(A, weighted):
 
 
 def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
-                return_counts=False):
+                return_counts=False, check=True):
     """Draw ``k`` entries from each row of ``P`` with probability ∝ value.
 
     Parameters
@@ -112,6 +112,11 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
     return_counts : bool, default False
         Also return, per output entry, how many draws picked it (all ones
         without replacement).
+    check : bool, default True
+        Check that a materialised P's weights are finite and non-negative.
+        Callers whose P spla computed from checked weights, and cannot have
+        overflowed, pass False: on a GPU the check is a blocking read.
+        ``row_ids`` on the host (numpy) are checked without a read.
 
     Returns
     -------
@@ -147,7 +152,7 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
     stream = _as_u64(func, "stream", stream)
     k_scalar, k_arr = _as_k(func, k, nrows, xp)
     if row_ids is None:
-        rid = xp.zeros(0, np.int64)
+        rid = xp.empty(0, np.int64)
     else:
         rid = as_index_array(func, "row_ids", row_ids)
         if rid.size != nrows:
@@ -163,8 +168,9 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
                                                      stream, replace)
     else:
         M = as_matrix(func, "P", P)
-        check_weights(func, "P", M.values)
-        vals = M.values if M.values is not None else xp.zeros(0, np.float64)
+        if check:
+            check_weights(func, "P", M.values)
+        vals = M.values if M.values is not None else xp.empty(0, np.float64)
         ptr, pos = K.sample.sample_csr(M.indptr, vals, M.values is not None, k_scalar,
                                        k_arr, rid, seed, stream, replace)
         indices = M.indices
@@ -242,7 +248,7 @@ def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
     Q, A = expr.a, expr.b
     xp = A.xp
     func = "sample_rows"
-    q_scale = xp.zeros(0, np.float64)
+    q_scale = xp.empty(0, np.float64)
     if Q.values is not None:
         check_weights(func, "P (the values of Q in Q @ A)", Q.values)
         if expr.semiring.mul_code == ops.MUL_TIMES:

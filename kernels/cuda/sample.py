@@ -43,6 +43,8 @@ def _csr_stats(indptr, values, has_values, k_scalar, k_arr, replace, prefix,
     n = indptr.size - 1
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
+    if start == 0:
+        out_ptr[0] = 0  # the scan's first entry: no fill before the launch
     for i in range(start, n, stride):
         if has_values and indptr[i + 1] - indptr[i] > long_min:
             p = positives[i]  # a long row: long_rows._long_stats wrote it
@@ -148,6 +150,8 @@ def _gather_slots(q_indptr, q_indices, q_scale, a_indptr, a_has_values,
     n = q_indptr.size - 1
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
+    if start == 0:
+        out_ptr[0] = 0  # the scan's first entry: no fill before the launch
     for i in range(start, n, stride):
         out_ptr[i + 1] = gather_row_slots(i, q_indptr, q_indices, q_scale, a_indptr,
                                           a_has_values, a_positives, k_scalar, k_arr,
@@ -198,11 +202,12 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
         return xp.zeros(1, np.int64), xp.zeros(0, np.int64)
     has_values = bool(has_values)
     replace = bool(replace)
-    nnz = host_int(indptr[n])
-    prefix = xp.empty(nnz if has_values else 0, np.float64)
+    # A matrix's values are exactly its entries: their count needs no read
+    # (and without values there is no prefix to size).
+    prefix = xp.empty(values.size if has_values else 0, np.float64)
     positives = xp.empty(n, np.int64)
     modes = xp.empty(n, np.uint8)
-    out_ptr = xp.zeros(n + 1, np.int64)
+    out_ptr = xp.empty(n + 1, np.int64)
     if has_values:
         long_row_stats(indptr, values, True, True, prefix, positives, modes)
     launch(_csr_stats, n, indptr, values, has_values, k_scalar, k_arr,
@@ -254,7 +259,7 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
         return xp.zeros(1, np.int64), xp.zeros(0, np.int64)
     a_has_values = bool(a_has_values)
     replace = bool(replace)
-    out_ptr = xp.zeros(n + 1, np.int64)
+    out_ptr = xp.empty(n + 1, np.int64)
     launch(_gather_slots, n, q_indptr, q_indices, q_scale, a_indptr,
                                     a_has_values, a_positives, k_scalar, k_arr,
                                     replace, out_ptr)

@@ -172,7 +172,9 @@ class _LayerWise(Sampler):
     def _sample_stacked(self, B, seed, epoch):
         xp = self.A.xp
         k = B.k
-        ids = xp.asarray(np.asarray(B.ids, np.int64))
+        # The minibatches' ids on the host: sample_rows checks them there
+        # (on the device the check is a blocking read) and uploads them.
+        ids = np.asarray(B.ids, np.int64)
         # Group pointers stay on the host (numpy): the operators read their
         # ends and sizes from them, where device pointers cost a blocking
         # read each time; one read per layer brings the new sources' pointer.
@@ -184,7 +186,9 @@ class _LayerWise(Sampler):
             A = self._rows(self.A, self.D, dst)
             A_sq = self.A_sq if self.D is None else apply(A, "square")
             P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq)
-            S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids)
+            # Â's rows sum to 1, so P's weights are finite: checked already.
+            S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids,
+                            check=not self.config.normalize)
             # The frontiers are spla's own (in range, distinct per group):
             # no checks, which on a GPU are blocking reads.
             _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
@@ -271,8 +275,9 @@ class FastGCN(_LayerWise):
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
-        pick_row0 = Matrix.from_csr(xp.arange(k + 1, dtype=np.int64), xp.zeros(k, np.int64),
-                                    None, (k, 1), check=False, copy=False)
+        pick_row0 = Matrix.from_csr(xp.asarray(np.arange(k + 1, dtype=np.int64)),
+                                    xp.asarray(np.zeros(k, np.int64)), None, (k, 1),
+                                    check=False, copy=False)
         # Lazy: sampled by the fused path from the one global row.
         return pick_row0 @ self._global, self._global, np.zeros(k, np.int64)
 
@@ -290,14 +295,10 @@ def _group_rows(xp, nodes, ptr, n):
     ``nodes[ptr[g]:ptr[g + 1]]`` (distinct within a group; ``ptr`` on the
     host).  Sorted by (group, vertex) as ``Matrix.from_coo`` would, without
     its checks: the vertices are the sampler's own frontier."""
-    group = _group_of(xp, ptr)
-    cols = xp.sort(group * n + nodes) - group * n
-    return Matrix.from_csr(xp.asarray(np.asarray(ptr, np.int64)), narrow_indices(cols, n), None,
+    ptr = np.asarray(ptr, np.int64)
+    # Each vertex's group offset, made on the host and uploaded.
+    offset = xp.asarray(np.repeat(np.arange(ptr.size - 1, dtype=np.int64) * n, np.diff(ptr)))
+    cols = xp.sort(offset + nodes) - offset
+    return Matrix.from_csr(xp.asarray(ptr), narrow_indices(cols, n), None,
                            (ptr.size - 1, n), check=False, copy=False)
 
-
-def _group_of(xp, ptr):
-    """The group of every position of the host group pointer ``ptr``, on xp's
-    device: made on the host and uploaded (no device read, one copy)."""
-    ptr = np.asarray(ptr, np.int64)
-    return xp.asarray(np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr)))

@@ -1,0 +1,65 @@
+"""What the layer-wise samplers' trusted inputs skip: ``sample_rows(check=False)``
+draws the checked call's picks without the weights' check (a blocking read
+on a GPU), and host ``row_ids`` cost no read.  The ``test_sim_*`` tests run
+in the simulator child of ``tests/kernels/test_cuda_kernels.py`` (this file
+is in its ``SIM_FILES``)."""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import spla
+from spla import sample_rows
+
+IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+sim = pytest.mark.skipif(not IN_SIM, reason="runs in the CUDA simulator child")
+
+
+def _weights(rng, m, n):
+    W = rng.random((m, n)) * (rng.random((m, n)) < 0.6)
+    return spla.Matrix.from_dense(W.astype(np.float32))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 12), st.integers(1, 5), st.integers(0, 2 ** 32 - 1))
+def test_unchecked_sampling_draws_the_checked_picks(m, n, k, seed):
+    P = _weights(np.random.default_rng(seed), m, n)
+    ids = np.arange(m, dtype=np.int64) * 7
+    want = sample_rows(P, k, seed=seed, stream=3, row_ids=ids)
+    got = sample_rows(P, k, seed=seed, stream=3, row_ids=ids, check=False)
+    assert got.isequal(want)
+
+
+def test_the_check_is_on_by_default():
+    P = spla.Matrix.from_dense(np.array([[1.0, -1.0]], np.float32))
+    with pytest.raises(spla.InvalidValue, match="sample_rows: argument 'P'"):
+        sample_rows(P, 1, seed=0)
+    with pytest.raises(spla.InvalidValue, match="sample_rows: argument 'P'"):
+        sample_rows(P.with_values(np.array([np.inf, 1.0], np.float32)), 1, seed=0)
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import fake_cupy
+    with fake_cupy.installed() as mod:
+        yield mod
+
+
+@sim
+def test_sim_unchecked_sampling_skips_the_weights_read(cp):
+    """Host row ids and check=False: the sizes' read only, the CPU's picks."""
+    import fake_cupy
+    P = _weights(np.random.default_rng(4), 4, 9)
+    ids = np.arange(4, dtype=np.int64) + 10
+    want = sample_rows(P, 3, seed=5, row_ids=ids)
+    G = P.to("cuda")
+    reads = {}
+    for check in (True, False):
+        fake_cupy.reset()
+        got = sample_rows(G, 3, seed=5, row_ids=ids, check=check)
+        reads[check] = fake_cupy.STATS["reads"]
+        assert got.to("cpu").isequal(want)
+    assert reads == {True: 2, False: 1}, reads
