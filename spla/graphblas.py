@@ -17,7 +17,8 @@ from spla import backend
 from spla.checks import as_index_array, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.mask import (UNION_DTYPES, check_write, dense_flags, dense_union, entries, finish,
-                       member, merge, ones_if_none, positions, rebuild, sorted_union, union_dtype)
+                       host_vector_kernels, member, merge, ones_if_none, positions, rebuild,
+                       sorted_union, union_dtype)
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 from spla.operators import as_binary
@@ -25,6 +26,7 @@ from spla.product import (cast, generic_product, masked_kernels, prepare, transp
                           transposed_values)
 from spla.semiring import as_monoid, as_semiring, plus_times
 from spla.vector import Vector
+from kernels import semiring_ops as ops
 from kernels.semiring_ops import ADD_ANY
 
 
@@ -46,7 +48,7 @@ def _allow(xp, mask, n):
     if mask is None:
         return xp.zeros(0, np.bool_)
     if xp is np:
-        return backend.kernels_for("cpu").vector.key_flags(mask.true_keys(), n, mask.complement)
+        return host_vector_kernels().key_flags(mask.true_keys(), n, mask.complement)
     allow = xp.zeros(n, np.bool_)
     allow[mask.true_keys()] = True
     return ~allow if mask.complement else allow
@@ -63,10 +65,20 @@ PUSH_SHARE = 16
 PUSH_EDGES = 1 << 16
 
 
-def _push_wins(A, u):
-    ids = u.indices
-    edges = int((A.indptr[ids + 1] - A.indptr[ids]).sum())
-    return edges < PUSH_EDGES or edges * PUSH_SHARE < A.nnz
+def _push_edges(A, u):
+    """The edges a push from u walks, or -1 where the pull wins."""
+    # Row lengths cached on the matrix (immutable): one gather per call.
+    deg = A._cache.get("row_lengths")
+    if deg is None:
+        deg = A._cache["row_lengths"] = A.xp.diff(A.indptr)
+    edges = int(deg[u.indices].sum())
+    return edges if edges < PUSH_EDGES or edges * PUSH_SHARE < A.nnz else -1
+
+
+#: A push searches the mask's sorted keys per edge (no flags of the mask's
+#: size) while its edges number under 1 / SEARCH_SHARE of the keys: a
+#: BFS's last levels, a few vertices under a mask of nearly every vertex.
+SEARCH_SHARE = 16
 
 
 def _product_vec(func, A, u, sr, mask, push):
@@ -84,42 +96,61 @@ def _product_vec(func, A, u, sr, mask, push):
     cdt = np.dtype(np.bool_) if out_dt is None else out_dt
     one = xp.ones(1, cdt)
     n_out = A.ncols if push else A.nrows
-    allow = _allow(xp, mask, n_out)
-    K = masked_kernels(A.device)
     uv = lv if push else rv
     av = rv if push else lv
-    if push and A.device == "cpu" and _push_wins(A, u):
+    edges = _push_edges(A, u) if push and xp is np else -1
+    if edges >= 0:
+        mul = sr.mul_code
+        b = sr.binop
+        if b is not None and b.positional == "secondi" and cdt == np.int64:
+            # u[k] ⊗ A[k, j] is k: take it from u's own ids, not from a
+            # gathered copy of A's row ids (a cache line per row pushed).
+            uv, av, mul = u.indices, None, ops.MUL_FIRST
         a_val, a_hv = cast(xp, av, cdt)
         u_val, u_hv = cast(xp, uv, cdt)
-        w, has = K.vxm_push(u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow,
-                            n_out, sr.monoid.code, sr.mul_code, one)
+        keys = np.zeros(0, np.int64) if mask is None else mask.true_keys()
+        mode = 0
+        if mask is not None and edges * SEARCH_SHARE < keys.size:
+            mode = 2 if mask.complement else 1
+        allow = _allow(xp, mask if mode == 0 else None, n_out)
+        idx, w = masked_kernels(A.device).vxm_push(
+            u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow, keys, mode, n_out,
+            sr.monoid.code, mul, one)
+        return Vector._new(idx, None if out_dt is None else w, n_out), True
+    allow = _allow(xp, mask, n_out)
+    return _pull_vec(A, u, sr, uv, av, out_dt, cdt, one, allow, push), True
+
+
+def _pull_vec(A, u, sr, uv, av, out_dt, cdt, one, allow, push):
+    """T of ``_product_vec`` by the parallel pull (``mxv_pull``) from a dense copy of u."""
+    xp = A.xp
+    n_out = A.ncols if push else A.nrows
+    if u.nvals == u.size and uv is not None:  # u's values are the dense copy
+        dense = uv.astype(cdt, copy=False)
     else:
-        if u.nvals == u.size and uv is not None:  # u's values are the dense copy
-            dense = uv.astype(cdt, copy=False)
-        else:
-            dense = xp.zeros(u.size, cdt)
-            dense[u.indices] = True if uv is None else uv.astype(cdt)
-        if u.nvals == u.size:  # dense u: an empty ``present`` means all present
-            present = xp.zeros(0, np.bool_)
-        else:
-            present = xp.zeros(u.size, np.bool_)
-            present[u.indices] = True
-        if push:
-            # A pull along Aᵀ's rows, operands in u ⊗ A order.  Aᵀ's row j
-            # lists k increasing, the order in which the push visits u's
-            # sorted entries, so both fold the same terms in the same order:
-            # the same values, whatever the thread count.
-            ptr, idx, _ = transpose_pattern(A, order=av is not None)
-            a_val, a_hv = transposed_values(A, av, cdt)
-        else:
-            ptr, idx = A.indptr, A.indices
-            a_val, a_hv = cast(xp, av, cdt)
-        w, has = K.mxv_pull(ptr, idx, a_val, a_hv, dense, present, allow,
-                            sr.monoid.code, sr.mul_code, one, push)
+        dense = xp.zeros(u.size, cdt)
+        dense[u.indices] = True if uv is None else uv.astype(cdt)
+    if u.nvals == u.size:  # dense u: an empty ``present`` means all present
+        present = xp.zeros(0, np.bool_)
+    else:
+        present = xp.zeros(u.size, np.bool_)
+        present[u.indices] = True
+    if push:
+        # A pull along Aᵀ's rows, operands in u ⊗ A order.  Aᵀ's row j
+        # lists k increasing, the order in which the push visits u's
+        # sorted entries, so both fold the same terms in the same order:
+        # the same values, whatever the thread count.
+        ptr, idx, _ = transpose_pattern(A, order=av is not None)
+        a_val, a_hv = transposed_values(A, av, cdt)
+    else:
+        ptr, idx = A.indptr, A.indices
+        a_val, a_hv = cast(xp, av, cdt)
+    w, has = masked_kernels(A.device).mxv_pull(ptr, idx, a_val, a_hv, dense, present, allow,
+                                               sr.monoid.code, sr.mul_code, one, push)
     idx = xp.flatnonzero(has).astype(np.int64, copy=False)
     if out_dt is not None and idx.size < n_out:
         w = w[idx]  # a full result keeps the kernel's own array
-    return Vector._new(idx, None if out_dt is None else w, n_out), True
+    return Vector._new(idx, None if out_dt is None else w, n_out)
 
 
 def mxv(A, u, semiring=plus_times, *, mask=None, out=None, accum=None, replace=False):

@@ -33,6 +33,8 @@ array([10., 21.,  0.,  3.])
 array([0., 0., 2., 0.])
 """
 
+import functools
+
 import numpy as np
 
 from spla.checks import describe, fail
@@ -228,11 +230,18 @@ def union_dtype(*vals):
     return np.result_type(*[np.int64 if v is None else v.dtype for v in vals])
 
 
+@functools.lru_cache(maxsize=1)
+def host_vector_kernels():
+    """``kernels.cpu.vector`` through spla's dispatch point, looked up once
+    (a vector operator's per-call cost is a few microseconds)."""
+    from spla import backend
+    return backend.kernels_for("cpu").vector
+
+
 def sorted_union(size, ka, va, kb, vb, code, dt):
     """A host Vector of the union of two sorted key sets, values cast to
     ``dt``; a key of both sides gets ``add_op(code, a, b)``."""
-    from spla import backend
-    K = backend.kernels_for("cpu").vector
+    K = host_vector_kernels()
     a_val = np.zeros(0, dt) if va is None else va.astype(dt, copy=False)
     b_val = np.zeros(0, dt) if vb is None else vb.astype(dt, copy=False)
     keys, vals = K.union_sorted(ka, a_val, va is not None, kb, b_val, vb is not None, code,

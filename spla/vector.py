@@ -15,6 +15,18 @@ from spla.arrays import as_xp_array, readonly, widen_values
 from spla.matrix import Matrix
 
 
+def _frozen(a):
+    """``readonly`` with the host test first: operators make many small
+    vectors (a BFS, three per level), and the generic device lookup per
+    array showed in their per-call cost."""
+    if type(a) is np.ndarray:
+        if a.flags.writeable:
+            a = a.view()
+            a.flags.writeable = False
+        return a
+    return readonly(a)
+
+
 class Vector:
     """A sparse vector on the CPU or a GPU.
 
@@ -47,8 +59,8 @@ class Vector:
     @classmethod
     def _new(cls, indices, values, size):
         self = object.__new__(cls)
-        self._indices = readonly(indices)
-        self._values = None if values is None else readonly(values)
+        self._indices = _frozen(indices)
+        self._values = None if values is None else _frozen(values)
         self._size = int(size)
         return self
 
@@ -161,6 +173,8 @@ class Vector:
 
     @property
     def device(self):
+        if type(self._indices) is np.ndarray:  # exactly numpy's: on the host
+            return backend.CPU
         return backend.device_of(self._indices)
 
     @property

@@ -34,8 +34,8 @@ import numpy as np
 from numba import prange
 
 from kernels.parallel import parallel_kernel
-from kernels.semiring_ops import (ADD_ANY, add_op, dot_row, dot_slot, masked_row, mul_op,
-                                  pull_row)
+from kernels.semiring_ops import (ADD_ANY, add_op, dot_row, dot_slot, find_sorted, masked_row,
+                                  mul_op, pull_row)
 
 
 #: Blocks of rows of ``mxv_pull`` and ``masked_spgemm``, of about equal
@@ -236,18 +236,68 @@ def mxv_pull(a_ptr, a_idx, a_val, a_hv, u_val, u_has, allow, add, mul, one, flip
 
 
 @numba.njit(cache=True, nogil=True)
-def vxm_push(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, n, add, mul, one):
-    """(w, w_has) dense of size n: ``w[j] = ⊕_k u[k] ⊗ A[k, j]`` for allowed j."""
+def vxm_push(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, m_keys, m_mode, n, add,
+             mul, one):
+    """(w_idx, w_val): ``w[j] = ⊕_k u[k] ⊗ A[k, j]`` for allowed j, compacted
+    (sorted int64 positions and their values): the caller gets the result's
+    entries, not arrays of size n to search for them.
+
+    ``m_mode`` 0: j is allowed where ``allow[j]`` (an empty ``allow``: every
+    j); 1: where j is among the sorted ``m_keys``; 2: where it is not (a
+    complemented mask).  Modes 1 and 2 search per edge: for frontiers with
+    far fewer edges than the mask has keys, whose flags would cost more.
+    """
     w = np.empty(n, one.dtype)
     w_has = np.zeros(n, np.bool_)
     onev = one[0]
-    everything = allow.size == 0
+    if add == ADD_ANY and m_mode == 0:
+        count = _push_first(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, mul, onev,
+                            w, w_has)
+    else:
+        count = _push_fold(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, m_keys,
+                           m_mode, add, mul, onev, w, w_has)
+    return _compact(w, w_has, count)
+
+
+@numba.njit(cache=True, inline="always")
+def _push_first(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, mul, onev, w, w_has):
+    """The push of an ``any`` monoid under flags: the first term of an output
+    wins.  The writes are selects, not branches: on a BFS's large levels
+    whether a target is allowed and not yet reached is a coin toss to the
+    branch predictor.  Returns the outputs reached."""
+    free = np.ones(w.size, np.bool_) if allow.size == 0 else allow.copy()
+    count = 0
     for p in range(u_idx.size):
         k = u_idx[p]
         uv = u_val[p] if u_hv else onev
         for q in range(a_ptr[k], a_ptr[k + 1]):
             j = a_idx[q]
-            if not everything and not allow[j]:
+            t = mul_op(mul, uv, a_val[q] if a_hv else onev, onev)
+            ok = free[j]
+            w[j] = t if ok else w[j]
+            free[j] = False
+            w_has[j] = w_has[j] | ok
+            count += ok
+    return count
+
+
+@numba.njit(cache=True, inline="always")
+def _push_fold(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, m_keys, m_mode, add, mul,
+               onev, w, w_has):
+    """The push of any monoid, terms folded in u's order; returns the outputs reached."""
+    everything = allow.size == 0
+    nk = m_keys.size
+    count = 0
+    for p in range(u_idx.size):
+        k = u_idx[p]
+        uv = u_val[p] if u_hv else onev
+        for q in range(a_ptr[k], a_ptr[k + 1]):
+            j = a_idx[q]
+            if m_mode != 0:
+                s = find_sorted(m_keys, 0, nk, j)
+                if (s < nk and m_keys[s] == j) != (m_mode == 1):
+                    continue
+            elif not everything and not allow[j]:
                 continue
             if w_has[j]:
                 if add != ADD_ANY:
@@ -255,4 +305,30 @@ def vxm_push(u_idx, u_val, u_hv, a_ptr, a_idx, a_val, a_hv, allow, n, add, mul, 
             else:
                 w[j] = mul_op(mul, uv, a_val[q] if a_hv else onev, onev)
                 w_has[j] = True
-    return w, w_has
+                count += 1
+    return count
+
+
+@numba.njit(cache=True, inline="always")
+def _compact(w, w_has, count):
+    """(positions, values) of the ``count`` set flags of ``w_has``, in order.
+    Many outputs: a store per position, the index advanced by the flag (no
+    branch to mispredict); few: a branch per position, stopping at the last."""
+    n = w.size
+    w_idx = np.empty(count + 1, np.int64)
+    w_val = np.empty(count + 1, w.dtype)
+    f = 0
+    if 8 * count < n:
+        for j in range(n):
+            if f == count:
+                break
+            if w_has[j]:
+                w_idx[f] = j
+                w_val[f] = w[j]
+                f += 1
+    else:
+        for j in range(n):
+            w_idx[f] = j
+            w_val[f] = w[j]
+            f += w_has[j]
+    return w_idx[:count], w_val[:count]

@@ -126,3 +126,40 @@ def test_all_masked_bfs_step_finds_nothing():
         assert spla.vxm(u, A, sr, mask=~seen.S).nvals == 0
         assert spla.mxv(A, u, sr, mask=~seen.S).nvals == 0
     assert spla.vxm(u, A, "any_secondi", mask=seen.S).indices.tolist() == [0, 1]
+
+
+@SET
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["S", "~S", "V", "~V", "all-masked", "none"]),
+       st.sampled_from(["plus_times", "any_secondi"]))
+def test_vxm_push_mask_search_and_flags_agree(seed, kind, name):
+    """The push ``vxm`` tests its mask per edge by a search of the mask's
+    keys (few edges) or by flags of the mask's size: both equal plain
+    Python (values small integers: exact sums)."""
+    import spla.graphblas as G
+    rs = np.random.RandomState(seed)
+    m, n = 9, 40
+    D = (rs.rand(m, n) < 0.15) * rs.randint(1, 4, size=(m, n)).astype(np.float64)
+    A = Matrix.from_dense(D)
+    ids = np.flatnonzero(rs.rand(m) < 0.4)
+    u = Vector.from_coo(ids, rs.randint(1, 5, ids.size).astype(np.float64), size=m)
+    mv = rs.randint(0, 2, n).astype(np.float64)
+    M = Vector.from_coo(np.flatnonzero(rs.rand(n) < 0.8), size=n) if kind.endswith("S") \
+        else Vector.from_coo(np.arange(n), mv, size=n)
+    mask = {"S": M.S, "~S": ~M.S, "V": M.V, "~V": ~M.V, "none": None,
+            "all-masked": ~Vector.from_coo(np.arange(n), size=n).S}[kind]
+    allowed = [True] * n if mask is None else mask.allows(np.arange(n)).tolist()
+    uu = dict(zip(u.indices.tolist(), u.values.tolist()))
+    want = {}
+    for j in range(n):
+        terms = [(k, x * D[k, j]) for k, x in sorted(uu.items()) if D[k, j] != 0]
+        if terms and allowed[j]:
+            want[j] = terms[0][0] if name == "any_secondi" else sum(t for _, t in terms)
+    got = []
+    for share in (0, 10**9):  # a search wherever the mask has keys; flags
+        old = G.SEARCH_SHARE, G.PUSH_EDGES
+        G.SEARCH_SHARE, G.PUSH_EDGES = share, 10**9
+        try:
+            got.append(pydict(spla.vxm(u, A, getattr(spla.semiring, name), mask=mask)))
+        finally:
+            G.SEARCH_SHARE, G.PUSH_EDGES = old
+    assert got[0] == want and got[1] == want
