@@ -8,6 +8,10 @@ from spla.arrays import narrow_indices
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 
+#: ``Matrix._cache`` key of a host copy of the row pointer (``split_blocks``
+#: reads it instead of the device's).
+HOST_INDPTR = "host_indptr"
+
 
 def extract(A, rows=None, cols=None, *, mask=None, out=None, accum=None, replace=False):
     """The submatrix ``A[rows, cols]``; ``None`` keeps every row or column.
@@ -158,15 +162,20 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr, *, check=True):
         fail(DimensionMismatch, func, "col_ptr", f"{row_ptr.size} offsets", f"{col_ptr.size}")
     K = backend.kernels_for(A.device)
     try:
-        ptr, idx, src, first_dup = K.groups.extract_groups(A.indptr, A.indices, rows, row_ptr,
-                                                           cols, col_ptr, A.ncols, check=check)
+        ptr, idx, src, first_dup, host_ptr = K.groups.extract_groups(
+            A.indptr, A.indices, rows, row_ptr, cols, col_ptr, A.ncols, check=check,
+            with_host_ptr=True)
     except KernelLimitError as e:
         fail(InvalidValue, func, e.arg, e.expected, e.got)
     if first_dup >= 0:
         fail(InvalidCSR, func, "cols", "distinct columns within each group",
              f"column {int(cols[first_dup])} repeated at position {first_dup}")
     vals = None if A.values is None else A.values[src]
-    return Matrix._new(ptr, narrow_indices(idx, cols.size), vals, (rows.size, cols.size))
+    M = Matrix._new(ptr, narrow_indices(idx, cols.size), vals, (rows.size, cols.size))
+    # The row pointer's host copy, read with the output's size: split_blocks
+    # cuts the blocks by it without reading the pointer back again.
+    M._cache[HOST_INDPTR] = host_ptr
+    return M
 
 
 def extract_values(A, rows, cols, *, fill=0, check=True):

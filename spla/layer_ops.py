@@ -16,6 +16,7 @@ from spla import backend
 from spla.checks import describe, fail
 from spla.diagonal import _dense
 from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError
+from spla.extract import HOST_INDPTR
 from spla.matrix import Matrix
 
 
@@ -80,7 +81,10 @@ def normalize_scaled_rows(A, d):
     scaled = K.scale_entries(A.indices, vals, A.values is not None, d, xp.empty(A.nnz, dt))
     S = Matrix._new(A.indptr, A.indices, scaled, A.shape)
     sums = reduce_rowwise(S, "plus")
-    return Matrix._new(A.indptr, A.indices, K.divide_rows(A.indptr, scaled, sums), A.shape)
+    out = Matrix._new(A.indptr, A.indices, K.divide_rows(A.indptr, scaled, sums), A.shape)
+    if HOST_INDPTR in A._cache:  # the same row pointer: its host copy too
+        out._cache[HOST_INDPTR] = A._cache[HOST_INDPTR]
+    return out
 
 
 __all__ = ["normalize_scaled_rows"]

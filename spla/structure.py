@@ -299,8 +299,11 @@ def split_blocks(M, row_ptr, col_ptr, *, check=True):
         if bool(((j < col_ptr[g]) | (j >= col_ptr[g + 1])).any()):
             fail(InvalidValue, func, "M", "a block-diagonal matrix for these offsets",
                  "entries outside the diagonal blocks")
+    from spla.extract import HOST_INDPTR
     rp, cp = rp.tolist(), cp.tolist()
-    ptr_h = backend.to_host(M.indptr)
+    ptr_h = M._cache.get(HOST_INDPTR)
+    if ptr_h is None:
+        ptr_h = backend.to_host(M.indptr)
     blocks = []
     for gi in range(len(rp) - 1):
         r0, r1, c0, c1 = rp[gi], rp[gi + 1], cp[gi], cp[gi + 1]

@@ -490,7 +490,8 @@ def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     return cnt, out_idx, src, _first_dup(dup), repeats[0]
 
 
-def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
+def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
+                   with_host_ptr=False):
     """Block-diagonal extraction: block g is ``A[rows_g, cols_g]``.
 
     Parameters
@@ -508,6 +509,9 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     check : bool, optional
         Accepted for the CUDA twin's signature: this kernel finds a repeated
         column as it goes and always reports it.
+    with_host_ptr : bool, optional
+        Also return the output's row pointer on the host (here: itself; the
+        CUDA twin's copy costs no read beyond the one that sizes the output).
 
     Returns
     -------
@@ -517,6 +521,8 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     first_dup : int
         Position in ``cols`` of the first column repeated within a group, or
         -1 (repeats are not allowed).
+    host_indptr : int64 numpy array
+        Only with ``with_host_ptr``: ``indptr`` on the host.
 
     Raises
     ------
@@ -529,6 +535,8 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     if repeats:
         raise KernelLimitError("extract_groups", "idx", "rows without repeated columns",
                                "a selected row holding a column twice")
+    if with_host_ptr:
+        return cnt, out_idx, src, first_dup, cnt
     return cnt, out_idx, src, first_dup
 
 

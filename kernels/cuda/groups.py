@@ -182,9 +182,12 @@ def _first_repeat(xp, new, ssrc):
     return -1 - top if top != np.iinfo(np.int64).min else -1
 
 
-def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
+def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
+                   with_host_ptr=False):
     """Block-diagonal extraction: block g is ``A[rows_g, cols_g]``;
-    returns ``(indptr, indices, src, first_dup)``, see ``kernels.cpu.groups``.
+    returns ``(indptr, indices, src, first_dup)`` and, with
+    ``with_host_ptr``, a host copy of ``indptr`` (read anyway for the
+    size), see ``kernels.cpu.groups``.
 
     ``row_ptr`` and ``col_ptr`` may be host arrays (no read for them);
     ``check=False`` skips looking for a repeated column within a group
@@ -195,4 +198,5 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     _, rp = _pointer(xp, row_ptr)
     _, cp = _pointer(xp, col_ptr)
     return fused.extract_groups(ptr, idx, rows.astype(np.int64, copy=False), rp,
-                                cols.astype(np.int64, copy=False), cp, ncols, check)
+                                cols.astype(np.int64, copy=False), cp, ncols, check,
+                                with_host_ptr)

@@ -329,12 +329,15 @@ def _extract_emit(ptr, idx, rows, row_ptr, toff, tbits, table, out_ptr, out_idx,
         sort_pairs(out_idx, src, lo, o)
 
 
-def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
+def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
+                   with_host_ptr=False):
     """Block-diagonal extraction, block g ``A[rows_g, cols_g]``; see
     ``kernels.cpu.groups``.  ``row_ptr`` and ``col_ptr`` as host int64 arrays.
 
-    Returns ``(indptr, indices, src, first_dup)``.  One read (the output's
-    size), two with ``check`` (the repeat too).
+    Returns ``(indptr, indices, src, first_dup)``, and a host copy of
+    ``indptr`` with ``with_host_ptr``.  One read (the output's row pointer:
+    its size and, for the caller, its blocks' entry ranges), two with
+    ``check`` (the repeat too).
     """
     xp = _xp(ptr)
     G = row_ptr.size - 1
@@ -361,10 +364,13 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True):
     cnt = xp.empty(nr + 1, np.int64)
     launch(_extract_count, nr, ptr, idx, rows, rp, dtoff, dbits, table, cnt)
     out_ptr = scan(xp, cnt)
-    T = int(to_host(out_ptr[nr:])[0])
+    host_ptr = np.asarray(to_host(out_ptr), np.int64)
+    T = int(host_ptr[nr])
     out_idx = xp.empty(T, np.int64)
     src = xp.empty(T, np.int64)
     if T:
         launch(_extract_emit, nr, ptr, idx, rows, rp, dtoff, dbits, table, out_ptr, out_idx,
                src)
+    if with_host_ptr:
+        return out_ptr, out_idx, src, first_dup, host_ptr
     return out_ptr, out_idx, src, first_dup

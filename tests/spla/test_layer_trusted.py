@@ -63,3 +63,30 @@ def test_sim_unchecked_sampling_skips_the_weights_read(cp):
         reads[check] = fake_cupy.STATS["reads"]
         assert got.to("cpu").isequal(want)
     assert reads == {True: 2, False: 1}, reads
+
+
+@sim
+def test_sim_blocks_of_an_extraction_cost_one_read(cp):
+    """extract_blockwise's one read brings its row pointer to the host;
+    split_blocks (also after normalize_scaled_rows, which keeps the pointer)
+    cuts the blocks by it: the CPU's blocks, no second read."""
+    import fake_cupy
+    from spla import extract_blockwise, split_blocks
+    from spla.layer_ops import normalize_scaled_rows
+    rng = np.random.default_rng(6)
+    A = _weights(rng, 10, 10)
+    rows, rp = np.array([3, 1, 4, 1, 5, 9]), np.array([0, 2, 6])
+    cols, cpt = np.array([2, 7, 1, 8, 2, 9, 0]), np.array([0, 3, 7])
+    d = rng.random(7).astype(np.float32)
+    want = extract_blockwise(A, rows, rp, cols, cpt)
+    want_n = normalize_scaled_rows(want, d)
+    G = A.to("cuda")
+    fake_cupy.reset()
+    M = extract_blockwise(G, cp.asarray(rows), rp, cp.asarray(cols), cpt, check=False)
+    Mn = normalize_scaled_rows(M, cp.asarray(d))
+    got = split_blocks(M, rp, cpt, check=False) + split_blocks(Mn, rp, cpt, check=False)
+    assert fake_cupy.STATS["reads"] == 1, fake_cupy.STATS
+    expected = (split_blocks(want, rp, cpt, check=False)
+                + split_blocks(want_n, rp, cpt, check=False))
+    for g, w in zip(got, expected):
+        assert g.to("cpu").isequal(w)
