@@ -84,7 +84,7 @@ def draw_arrays(A, weighted):
 
 
 def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
-                return_counts=False, check=True):
+                return_counts=False, check=True, values=True):
     """Draw ``k`` entries from each row of ``P`` with probability ∝ value.
 
     Parameters
@@ -117,6 +117,10 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
         Callers whose P spla computed from checked weights, and cannot have
         overflowed, pass False: on a GPU the check is a blocking read.
         ``row_ids`` on the host (numpy) are checked without a read.
+    values : bool, default True
+        False returns the picks' structure only (a structural matrix): for
+        callers that need which entries were drawn, not their weights, it
+        saves gathering them.
 
     Returns
     -------
@@ -180,7 +184,8 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
     counts = None
     if replace:
         ptr, pos, counts = K.sample.dedup_sorted_rows(ptr, pos)
-    S = Matrix._new(ptr, K.extract.take(indices, pos), values_of(ptr, pos), P.shape)
+    S = Matrix._new(ptr, K.extract.take(indices, pos),
+                    values_of(ptr, pos) if values else None, P.shape)
     if return_counts:
         return S, counts if counts is not None else xp.ones(S.nnz, np.int64)
     return S

@@ -187,8 +187,9 @@ class _LayerWise(Sampler):
             A_sq = self.A_sq if self.D is None else apply(A, "square")
             P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq)
             # Â's rows sum to 1, so P's weights are finite: checked already.
+            # Only which vertices were drawn matters here: no values.
             S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids,
-                            check=not self.config.normalize)
+                            check=not self.config.normalize, values=False)
             # The frontiers are spla's own (in range, distinct per group):
             # no checks, which on a GPU are blocking reads.
             _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,

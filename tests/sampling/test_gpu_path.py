@@ -284,7 +284,7 @@ LAYERWISE_READS = {"ladies": 13, "fastgcn": 9}
 #: and the most each further minibatch may add (one block per layer cut from
 #: its rows: a subtraction each).  Ceilings that only come down: each costs
 #: 10-13 us of host time on a GPU (``benchmarks/results/gpu_h200.md``).
-LAYERWISE_LAUNCHES = {"ladies": 164, "fastgcn": 82}
+LAYERWISE_LAUNCHES = {"ladies": 160, "fastgcn": 74}
 LAUNCHES_PER_MINIBATCH = 4
 
 

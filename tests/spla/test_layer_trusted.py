@@ -33,6 +33,21 @@ def test_unchecked_sampling_draws_the_checked_picks(m, n, k, seed):
     assert got.isequal(want)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 12), st.integers(1, 5), st.integers(0, 2 ** 32 - 1),
+       st.booleans(), st.booleans())
+def test_structure_only_sampling_draws_the_same_picks(m, n, k, seed, lazy, replace):
+    """values=False: the structure of the valued call's picks (and its counts)."""
+    rng = np.random.default_rng(seed)
+    P = _weights(rng, m, n)
+    if lazy:   # a row selection: the fused path
+        P = spla.Matrix.from_coo(np.arange(m), rng.integers(0, m, m), shape=(m, m)) @ P
+    want = sample_rows(P, k, seed=seed, replace=replace, return_counts=True)
+    got = sample_rows(P, k, seed=seed, replace=replace, return_counts=True, values=False)
+    assert got[0].values is None and got[0].isequal(want[0].structure())
+    assert np.array_equal(got[1], want[1])
+
+
 def test_the_check_is_on_by_default():
     P = spla.Matrix.from_dense(np.array([[1.0, -1.0]], np.float32))
     with pytest.raises(spla.InvalidValue, match="sample_rows: argument 'P'"):
