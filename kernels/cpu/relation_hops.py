@@ -158,13 +158,15 @@ def relation_hop(a_ptr, a_idx, nodes, bp, seg, roff, kbase, ks, first, fptr, nco
     tmp = np.empty(fptr[G] + optr[R], np.int64)
     cnt = np.zeros(G + 1, np.int64)
     bounds = group_bounds(G, parts)
-    drawn = np.empty(0, np.int64)
-    if G < parts:
-        # Fewer minibatches than workers: the draws, independent per row, on
-        # every worker first, each minibatch's relabelling in order, then
-        # the rows' sorts on every worker again.
-        drawn = np.empty(optr[R], np.int64)
-        pos = np.empty(optr[R], np.int64)
+    # Fewer minibatches than workers: the draws, independent per row, on
+    # every worker first, each minibatch's relabelling in order, then the
+    # rows' sorts on every worker again.  The arrays are made once, empty
+    # when unused, never reassigned in a branch before a parallel loop
+    # (see ``kernels.cpu.hops._hop``).
+    early = G < parts
+    drawn = np.empty(optr[R] if early else 0, np.int64)
+    pos = np.empty(optr[R] if early else 0, np.int64)
+    if early:
         for b in prange(bp.size - 1):
             lo_s = np.empty(CHUNK, np.int64)
             for c0 in range(0, bp[b + 1] - bp[b], CHUNK):
