@@ -22,11 +22,10 @@ import spla
 from spla import (Vector, apply, compact_columns_blockwise, extract_blockwise,
                   normalize_rows, reduce_rowwise, sample_rows, vxm)
 from spla import backend
-from spla.arrays import narrow_indices
 from spla.agreement import collective_checks
 from spla.checks import check_weights
 from spla.extract import extract_values
-from spla.layer_ops import normalize_scaled_rows
+from spla.layer_ops import normalize_scaled_rows, reduce_row_groups
 from spla.matrix import Matrix
 
 from sampling.samplers.base import (Sampler, SamplerConfig, as_graph, graph_comm,
@@ -234,8 +233,8 @@ class LADIES(_LayerWise):
     """
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
-        xp = self.A.xp
-        P = (_group_rows(xp, dst, dst_ptr, self.num_nodes) @ A_sq).new()
+        # Q @ (Â ∘ Â) for the group selection Q: summed group by group.
+        P = reduce_row_groups(A_sq, dst, dst_ptr, check=False)
         return P, P, np.arange(k)
 
 
@@ -289,17 +288,3 @@ def _distributed_like(D, local):
     return DistMatrix.from_local(local, D.shape, comm=D.comm, layout=D.layout.kind,
                                  replication=D.layout.c, replicate_graph=D.layout.replicated,
                                  partition=D.partition)
-
-
-def _group_rows(xp, nodes, ptr, n):
-    """Q (groups x n, structural): row g selects group g's vertices
-    ``nodes[ptr[g]:ptr[g + 1]]`` (distinct within a group; ``ptr`` on the
-    host).  Sorted by (group, vertex) as ``Matrix.from_coo`` would, without
-    its checks: the vertices are the sampler's own frontier."""
-    ptr = np.asarray(ptr, np.int64)
-    # Each vertex's group offset, made on the host and uploaded.
-    offset = xp.asarray(np.repeat(np.arange(ptr.size - 1, dtype=np.int64) * n, np.diff(ptr)))
-    cols = xp.sort(offset + nodes) - offset
-    return Matrix.from_csr(xp.asarray(ptr), narrow_indices(cols, n), None,
-                           (ptr.size - 1, n), check=False, copy=False)
-

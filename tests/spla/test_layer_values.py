@@ -96,7 +96,8 @@ def test_sim_extract_values_equals_the_cpu(cp, t, data, n):
     r, c = cp.asarray(rows), cp.asarray(cols)
     fake_cupy.reset()
     got = extract_values(G, r, c, fill=-1, check=False)
-    assert fake_cupy.STATS == {"launches": int(rows.size > 0), "reads": 0}, fake_cupy.STATS
+    counts = {k: fake_cupy.STATS[k] for k in ("launches", "reads")}
+    assert counts == {"launches": int(rows.size > 0), "reads": 0}, counts
     assert isinstance(got, cp.ndarray)
     assert got.dtype == want.dtype and np.asarray(got).tobytes() == want.tobytes()
     assert np.asarray(extract_values(G, r, c, fill=-1)).tobytes() == want.tobytes()

@@ -1,0 +1,185 @@
+"""Sums of groups of rows on the GPU in a dozen launches and two reads.
+
+Twin of ``kernels.cpu.layer_sums`` (the CPU SpGEMM of a structural group
+selection Q with A): row g of the output is the sum of A's rows
+``rows[row_ptr[g]:row_ptr[g+1]]``, each column's terms added in ascending
+row order onto -0, in A's value dtype, so the values are the CPU's bit for
+bit.  LADIES' probability rows are these sums (one group per minibatch).
+
+1. The products (every entry of every selected row) are counted and
+   scanned; one read sizes them.
+2. Each product claims its ``(group, column)`` key in an open-addressing
+   table and counts itself there; the claimed slots are numbered by a scan
+   (a second read: the output's size), their keys sorted (the output's
+   order), and each product is scattered to its output entry's segment.
+3. A thread per output entry sorts its segment by row id and adds it up in
+   that order; the same launch writes the row pointer.
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels.common import hash_slot as _hash_slot
+from kernels.common import lower_bound as _lower_bound
+from kernels.common import sort_pairs_inplace as _sort_pairs
+from kernels.cuda._util import _xp, argsort_stable, device, full, launch, scan, to_host
+
+hash_slot = device(_hash_slot)
+lower_bound = device(_lower_bound)
+sort_pairs = device(_sort_pairs)
+
+EMPTY = np.int64(-1)
+
+
+@cuda.jit(device=True)
+def _group_of(gp, i):
+    return lower_bound(gp, 0, gp.size, i + 1) - 1
+
+
+@cuda.jit(cache=True)
+def _degrees(a_ptr, rows, deg):
+    """``deg[r + 1]``: products of selected row r (``deg[0] = 0``)."""
+    start = cuda.grid(1)
+    if start == 0:
+        deg[0] = 0
+    for r in range(start, rows.size, cuda.gridsize(1)):
+        deg[r + 1] = a_ptr[rows[r] + 1] - a_ptr[rows[r]]
+
+
+@cuda.jit(cache=True)
+def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of):
+    """Every product's ``(group, column)`` slot (claimed if new), counted there."""
+    mask = (np.int64(1) << bits) - 1
+    start = cuda.grid(1)
+    for r in range(start, rows.size, cuda.gridsize(1)):
+        g = _group_of(gp, r)
+        i = rows[r]
+        o = poff[r] - a_ptr[i]
+        for e in range(a_ptr[i], a_ptr[i + 1]):
+            key = g * n + np.int64(a_idx[e])
+            s = hash_slot(key, bits)
+            for _ in range(mask + 1):
+                k = cuda.atomic.cas(table, 2 * s, EMPTY, key)
+                if k == EMPTY or k == key:
+                    break
+                s = (s + 1) & mask
+            cuda.atomic.add(table, 2 * s + 1, 1)
+            slot_of[o + e] = s
+
+
+@cuda.jit(cache=True)
+def _occupied(table, occ):
+    """``occ[s + 1]``: 1 for a claimed slot (``occ[0] = 0``)."""
+    start = cuda.grid(1)
+    if start == 0:
+        occ[0] = 0
+    for s in range(start, occ.size - 1, cuda.gridsize(1)):
+        occ[s + 1] = 1 if table[2 * s] != EMPTY else 0
+
+
+@cuda.jit(cache=True)
+def _compact(table, rank, keys, counts):
+    """Claimed slots' keys and product counts, in slot order."""
+    start = cuda.grid(1)
+    for s in range(start, rank.size - 1, cuda.gridsize(1)):
+        if rank[s + 1] != rank[s]:
+            keys[rank[s]] = table[2 * s]
+            counts[rank[s]] = table[2 * s + 1] + 1  # counted from -1
+
+
+@cuda.jit(cache=True)
+def _order(order, keys, counts, n, skey, seg, out_idx, entry_of):
+    """Output entry t: its key, column, segment size; each slot's entry."""
+    start = cuda.grid(1)
+    if start == 0:
+        seg[0] = 0
+    for t in range(start, order.size, cuda.gridsize(1)):
+        c = order[t]
+        skey[t] = keys[c]
+        out_idx[t] = keys[c] % n
+        seg[t + 1] = counts[c]
+        entry_of[c] = t
+
+
+@cuda.jit(cache=True)
+def _scatter(a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff, cursor, rk, vv):
+    """Each product's (row id, value) into its output entry's segment."""
+    start = cuda.grid(1)
+    for r in range(start, rows.size, cuda.gridsize(1)):
+        i = rows[r]
+        o = poff[r] - a_ptr[i]
+        for e in range(a_ptr[i], a_ptr[i + 1]):
+            t = entry_of[rank[slot_of[o + e]]]
+            q = segoff[t] + cuda.atomic.add(cursor, t, 1)
+            rk[q] = i
+            vv[q] = a_val[e]
+
+
+@cuda.jit(cache=True)
+def _sum(segoff, rk, vv, zero, skey, n, out_val, out_ptr):
+    """Each output entry's terms in ascending row order, added onto -0; the
+    row pointer (the first entry of each group's keys)."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for t in range(start, segoff.size - 1, stride):
+        lo = segoff[t]
+        hi = segoff[t + 1]
+        sort_pairs(rk, vv, lo, hi)
+        acc = zero[0]
+        for q in range(lo, hi):
+            acc += vv[q]
+        out_val[t] = acc
+    for g in range(start, out_ptr.size, stride):
+        out_ptr[g] = lower_bound(skey, 0, skey.size, g * n)
+
+
+def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
+    """(indptr, indices, values) of the group sums; see the module docstring.
+
+    ``rows`` an int64 device array (distinct within each group), ``row_ptr``
+    a host int64 array, ``a_val`` A's (float) values.  Indices come back as
+    int64.
+    """
+    xp = _xp(a_ptr)
+    G = row_ptr.size - 1
+    R = rows.size
+    n = np.int64(max(int(ncols), 1))
+    gp = xp.asarray(np.asarray(row_ptr, np.int64))
+    deg = xp.empty(R + 1, np.int64)
+    launch(_degrees, R, a_ptr, rows, deg)
+    poff = scan(xp, deg)
+    T = int(to_host(poff[R:])[0])
+    if T == 0:
+        return (xp.asarray(np.zeros(G + 1, np.int64)), xp.empty(0, np.int64),
+                xp.empty(0, a_val.dtype))
+    bits = 1
+    while (1 << bits) < 2 * T:
+        bits += 1
+    S = 1 << bits
+    table = full(xp, 2 * S, -1, np.int64)
+    slot_of = xp.empty(T, np.int64)
+    launch(_claim, R, a_ptr, a_idx, rows, gp, n, poff, table, np.int64(bits), slot_of)
+    occ = xp.empty(S + 1, np.int64)
+    launch(_occupied, S, table, occ)
+    rank = scan(xp, occ)
+    D = int(to_host(rank[S:])[0])
+    keys = xp.empty(D, np.int64)
+    counts = xp.empty(D, np.int64)
+    launch(_compact, S, table, rank, keys, counts)
+    order = argsort_stable(xp, keys)
+    skey = xp.empty(D, np.int64)
+    seg = xp.empty(D + 1, np.int64)
+    out_idx = xp.empty(D, np.int64)
+    entry_of = xp.empty(D, np.int64)
+    launch(_order, D, order, keys, counts, n, skey, seg, out_idx, entry_of)
+    segoff = scan(xp, seg)
+    cursor = full(xp, D, 0, np.int64)
+    rk = xp.empty(T, np.int64)
+    vv = xp.empty(T, a_val.dtype)
+    launch(_scatter, R, a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff, cursor,
+           rk, vv)
+    out_val = xp.empty(D, a_val.dtype)
+    out_ptr = xp.empty(G + 1, np.int64)
+    zero = xp.asarray(-np.zeros(1, a_val.dtype))
+    launch(_sum, max(D, G + 1), segoff, rk, vv, zero, skey, n, out_val, out_ptr)
+    return out_ptr, out_idx, out_val
