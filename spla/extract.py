@@ -8,10 +8,6 @@ from spla.arrays import narrow_indices
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 
-#: ``Matrix._cache`` key of a host copy of the row pointer (``split_blocks``
-#: reads it instead of the device's).
-HOST_INDPTR = "host_indptr"
-
 
 def extract(A, rows=None, cols=None, *, mask=None, out=None, accum=None, replace=False):
     """The submatrix ``A[rows, cols]``; ``None`` keeps every row or column.
@@ -145,7 +141,7 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr, *, check=True):
     """
     from kernels.common import KernelLimitError
     from spla.exceptions import InvalidCSR, DimensionMismatch, InvalidValue
-    from spla.structure import _group_ptr
+    from spla.structure import HOST_INDPTR, _group_ptr
     from spla.checks import fail
     func = "extract_blockwise"
     A = as_matrix(func, "A", A)

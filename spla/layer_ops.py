@@ -16,7 +16,7 @@ from spla import backend
 from spla.checks import describe, fail
 from spla.diagonal import _dense
 from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError
-from spla.extract import HOST_INDPTR
+from spla.structure import HOST_INDPTR
 from spla.arrays import narrow_indices
 from spla.matrix import Matrix
 

@@ -15,6 +15,11 @@ from spla.arrays import narrow_indices
 from spla.matrix import Matrix
 from spla.mxm import as_matrix
 
+#: ``Matrix._cache`` key of a host copy of the row pointer, kept by the
+#: operators that read it anyway (``extract_blockwise``): ``split_blocks``
+#: cuts by it instead of reading the device's.
+HOST_INDPTR = "host_indptr"
+
 
 def transpose(A):
     """The transpose ``A.T`` as a new canonical matrix.
@@ -299,7 +304,6 @@ def split_blocks(M, row_ptr, col_ptr, *, check=True):
         if bool(((j < col_ptr[g]) | (j >= col_ptr[g + 1])).any()):
             fail(InvalidValue, func, "M", "a block-diagonal matrix for these offsets",
                  "entries outside the diagonal blocks")
-    from spla.extract import HOST_INDPTR
     rp, cp = rp.tolist(), cp.tolist()
     ptr_h = M._cache.get(HOST_INDPTR)
     if ptr_h is None:
