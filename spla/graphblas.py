@@ -25,7 +25,7 @@ from spla.operators import as_binary
 from spla.product import (cast, generic_product, masked_kernels, prepare, transpose_pattern,
                           transposed_values)
 from spla.semiring import as_monoid, as_semiring, plus_times
-from spla.vector import Vector
+from spla.vector import Vector, frozen
 from kernels import semiring_ops as ops
 from kernels.semiring_ops import ADD_ANY
 
@@ -48,7 +48,7 @@ def _allow(xp, mask, n):
     if mask is None:
         return xp.zeros(0, np.bool_)
     if xp is np:
-        return host_vector_kernels().key_flags(mask.true_keys(), n, mask.complement)
+        return host_vector_kernels().key_flags(frozen(mask.true_keys()), n, mask.complement)
     allow = xp.zeros(n, np.bool_)
     allow[mask.true_keys()] = True
     return ~allow if mask.complement else allow
@@ -114,8 +114,8 @@ def _product_vec(func, A, u, sr, mask, push):
             mode = 2 if mask.complement else 1
         allow = _allow(xp, mask if mode == 0 else None, n_out)
         idx, w = masked_kernels(A.device).vxm_push(
-            u.indices, u_val, u_hv, A.indptr, A.indices, a_val, a_hv, allow, keys, mode, n_out,
-            sr.monoid.code, mul, one)
+            frozen(u.indices), frozen(u_val), u_hv, A.indptr, A.indices, frozen(a_val), a_hv,
+            allow, frozen(keys), mode, n_out, sr.monoid.code, mul, one)
         return Vector._new(idx, None if out_dt is None else w, n_out), True
     allow = _allow(xp, mask, n_out)
     return _pull_vec(A, u, sr, uv, av, out_dt, cdt, one, allow, push), True

@@ -42,7 +42,7 @@ from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.arrays import narrow_indices
 from spla.matrix import Matrix
 from spla.util import row_ids
-from spla.vector import Vector
+from spla.vector import Vector, frozen
 from kernels import semiring_ops as ops
 
 #: Cache key of a product computed only inside its mask (``spla.product``):
@@ -244,8 +244,8 @@ def sorted_union(size, ka, va, kb, vb, code, dt):
     K = host_vector_kernels()
     a_val = np.zeros(0, dt) if va is None else va.astype(dt, copy=False)
     b_val = np.zeros(0, dt) if vb is None else vb.astype(dt, copy=False)
-    keys, vals = K.union_sorted(ka, a_val, va is not None, kb, b_val, vb is not None, code,
-                                np.ones(1, dt))
+    keys, vals = K.union_sorted(frozen(ka), frozen(a_val), va is not None, frozen(kb),
+                                frozen(b_val), vb is not None, code, np.ones(1, dt))
     return Vector._new(keys, vals, size)
 
 

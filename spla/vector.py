@@ -15,10 +15,21 @@ from spla.arrays import as_xp_array, readonly, widen_values
 from spla.matrix import Matrix
 
 
-def _frozen(a):
-    """``readonly`` with the host test first: operators make many small
-    vectors (a BFS, three per level), and the generic device lookup per
-    array showed in their per-call cost."""
+def frozen(a):
+    """``spla.arrays.readonly`` with the host test first: operators make many
+    small vectors (a BFS, three per level), and the generic device lookup
+    per array showed in their per-call cost.  Host kernels also get their
+    array arguments through it: numba compiles a kernel once per
+    combination of read-only and writable arguments, so one kind keeps the
+    compiled signatures few.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.vector import frozen
+    >>> frozen(np.arange(3)).flags.writeable
+    False
+    """
     if type(a) is np.ndarray:
         if a.flags.writeable:
             a = a.view()
@@ -59,8 +70,8 @@ class Vector:
     @classmethod
     def _new(cls, indices, values, size):
         self = object.__new__(cls)
-        self._indices = _frozen(indices)
-        self._values = None if values is None else _frozen(values)
+        self._indices = frozen(indices)
+        self._values = None if values is None else frozen(values)
         self._size = int(size)
         return self
 

@@ -110,6 +110,7 @@ def test_key_flags(n):
     from kernels.cpu.vector import key_flags
     rs = np.random.RandomState(n)
     keys = np.flatnonzero(rs.rand(n) < 0.4).astype(np.int64)
+    keys.flags.writeable = False  # as spla passes it: no signature of its own
     want = np.zeros(n, np.bool_)
     want[keys] = True
     assert np.array_equal(key_flags(keys, n, False), want)
