@@ -2,7 +2,7 @@
 
 Per layer, for all k minibatches at once (one row of Q per minibatch)::
 
-    P   = Q @ (Â ∘ Â)                        # LADIES: column sums over the batch rows
+    P   = Q @ (Â ∘ Â)    # LADIES: column sums over the batch rows (reduce_row_groups)
     S   = sample_rows(P, s, ...)             # s distinct vertices per minibatch
     src = compact_columns_blockwise(S, first=dst)   # dst first, then the sampled
     adj = extract_blockwise(Â, dst, src)     # per minibatch Â[dst, src]
