@@ -50,9 +50,10 @@ def gallop(idx, lo, hi, x):
 def _copy_run(keys, vals, f, k, v, hv, onev, lo, hi):
     """Entries lo..hi-1 of one side into the output from position f.
 
-    Plain loops, one per array, which LLVM turns into vector copies: numba's
-    slice assignment goes through generic array views and took about twice
-    as long on a vector of 20 k entries.
+    Plain loops over slice views, one per array, indexed by the loop
+    counter alone: numba's slice assignment (its generic array copy) and
+    loops indexing the whole arrays at ``f + t`` both ran slower
+    (benchmarks/results/graphblas_cpu.md).
     """
     m = hi - lo
     dk = keys[f:f + m]
