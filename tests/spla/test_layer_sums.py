@@ -100,3 +100,14 @@ def test_sim_reduce_row_groups_equals_the_cpu(cp, seed, n, m, groups):
     assert got.device == "cuda"
     _same(got.to("cpu"), want)
     _same(reduce_row_groups(G, cp.asarray(rows), ptr).to("cpu"), want)
+
+
+@sim
+def test_sim_reduce_row_groups_of_empty_groups_and_rows(cp):
+    """No rows at all, groups without rows, selected rows without entries."""
+    A = spla.Matrix.from_dense(np.array([[0.0, 0.0], [1.5, 0.0], [0.0, 0.0]], np.float32))
+    for rows, ptr in (([], [0, 0, 0]), ([0, 2], [0, 0, 2]), ([2, 1, 0], [0, 1, 3, 3])):
+        rows, ptr = np.array(rows, np.int64), np.array(ptr, np.int64)
+        want = reduce_row_groups(A, rows, ptr)
+        got = reduce_row_groups(A.to("cuda"), cp.asarray(rows), ptr, check=False)
+        _same(got.to("cpu"), want)
