@@ -221,7 +221,9 @@ def compact_columns_blockwise(A, row_ptr, first=None, first_ptr=None, *, check=T
         ``g`` and columns ``kept_ptr[g]:kept_ptr[g+1]``.  Values are A's.
     kept : int64 array
         Original column id of every column of M.
-    kept_ptr : int64 array, shape (n_groups + 1,)
+    kept_ptr : int64 numpy array, shape (n_groups + 1,)
+        On the host whatever the device: its sizes are read back anyway,
+        and every caller needs them there.
 
     Examples
     --------
