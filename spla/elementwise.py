@@ -1,6 +1,8 @@
 """Entry-wise operators: apply, select, ewise_add, ewise_mult, normalize_rows,
 and the row-wise reduction they build on."""
 
+import sys
+
 import numpy as np
 
 from spla import backend
@@ -29,6 +31,21 @@ _UNARY = {
 _MUL_OPS = {"times": ops.MUL_TIMES, "plus": ops.MUL_PLUS, "min": ops.MUL_MIN,
             "max": ops.MUL_MAX, "first": ops.MUL_FIRST, "second": ops.MUL_SECOND,
             "pair": ops.MUL_PAIR}
+
+
+def _distributed(*objs):
+    """``spla.dist`` when an operand, a mask's matrix or ``out`` is a DistMatrix.
+
+    A DistMatrix can only exist once spla.dist is imported: no import here.
+    A distributed mask or ``out`` with local operands goes there too, to be
+    refused on every rank (the local path cannot read a DistMatrix).
+    """
+    dist = sys.modules.get("spla.dist")
+    if dist is None:
+        return None
+    if any(isinstance(getattr(X, "parent", X), dist.DistMatrix) for X in objs):
+        return dist
+    return None
 
 
 def _values_or_ones(A):
@@ -65,6 +82,9 @@ def apply(A, op, *, mask=None, out=None, accum=None, replace=False):
     array([ 3., -2.])
     """
     func = "apply"
+    dist = _distributed(A, mask, out)
+    if dist is not None:
+        return dist.dist_apply(A, op, mask=mask, out=out, accum=accum, replace=replace)
     if isinstance(A, Vector):
         T = Vector._from_row(apply(A._as_row(), op))
         return _written(func, T, mask, out, accum, replace)
@@ -129,6 +149,10 @@ def select(A, predicate, thunk=0, *, mask=None, out=None, accum=None, replace=Fa
     array([3., 4.])
     """
     func = "select"
+    dist = _distributed(A, mask, out)
+    if dist is not None:
+        return dist.dist_select(A, predicate, thunk, mask=mask, out=out, accum=accum,
+                                replace=replace)
     if isinstance(A, Vector):
         T = Vector._from_row(select(A._as_row(), predicate, thunk))
         return _written(func, T, mask, out, accum, replace)
@@ -217,6 +241,10 @@ def ewise_add(A, B, monoid="plus", *, mask=None, out=None, accum=None, replace=F
     array([[3., 5.]])
     """
     func = "ewise_add"
+    dist = _distributed(A, B, mask, out)
+    if dist is not None:
+        return dist.dist_ewise_add(A, B, monoid, mask=mask, out=out, accum=accum,
+                                   replace=replace)
     if isinstance(monoid, str) and monoid not in _MONOID_NAMES:
         # A name stays a monoid name here; any binary operator goes as an object.
         fail(InvalidValue, func, "monoid", f"a Monoid, a BinaryOp (spla.binary.<name>) or one "
@@ -253,6 +281,9 @@ def ewise_mult(A, B, op="times", *, mask=None, out=None, accum=None, replace=Fal
     array([[2., 0.]])
     """
     func = "ewise_mult"
+    dist = _distributed(A, B, mask, out)
+    if dist is not None:
+        return dist.dist_ewise_mult(A, B, op, mask=mask, out=out, accum=accum, replace=replace)
     if isinstance(op, str) and op not in _MUL_OPS:
         # Names are the operators of the kernels; any other operator goes as an object.
         fail(InvalidValue, func, "op", f"a BinaryOp (spla.binary.<name>) or one of "

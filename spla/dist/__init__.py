@@ -25,8 +25,14 @@ The package, by job:
     dimensions fit) and row slicing;
 ``spla.dist.fetch``
     the row-fetch strategies (``'direct'``, ``'pooled'``);
+``spla.dist.placement``
+    where a distributed result's rows live, and the checks that a mask or
+    ``out`` is placed to match;
 ``spla.dist.spgemm``
     the 1.5D SpGEMM behind ``spla.mxm`` with distributed operands;
+``spla.dist.elementwise``
+    ``spla.apply``/``select``/``ewise_add``/``ewise_mult`` on DistMatrix
+    operands, row by row (masks, ``out`` and ``accum`` included);
 ``spla.dist.vector_ops``
     ``spla.mxv``/``spla.vxm`` with a distributed matrix and a replicated
     vector (bit-identical to the single-process products).
@@ -44,10 +50,12 @@ Examples
 
 from spla.dist.core import DistMatrix, distribute, fetch_rows
 from spla.dist.fetch import STRATEGIES
+from spla.dist.elementwise import dist_apply, dist_ewise_add, dist_ewise_mult, dist_select
 from spla.dist.spgemm import dist_mxm
 from spla.dist.vector_ops import dist_mxv, dist_vxm
 from spla.dist.wire import row_block, row_block_list, wire_int
 from spla.layout import Layout, chunk, chunk_bounds
 
-__all__ = ["DistMatrix", "distribute", "fetch_rows", "dist_mxm", "dist_mxv", "dist_vxm", "STRATEGIES", "row_block",
-           "row_block_list", "wire_int", "chunk", "chunk_bounds", "Layout"]
+__all__ = ["DistMatrix", "distribute", "fetch_rows", "dist_mxm", "dist_mxv", "dist_vxm",
+           "dist_apply", "dist_select", "dist_ewise_add", "dist_ewise_mult", "STRATEGIES",
+           "row_block", "row_block_list", "wire_int", "chunk", "chunk_bounds", "Layout"]

@@ -19,11 +19,11 @@ import numpy as np
 from spla import comm as C
 from spla.checks import fail
 from spla.dist.core import DistMatrix
-from spla.dist.scatter import block_sum
-from spla.dist.wire import allgather_rows, row_block, row_block_list
+from spla.dist.placement import check_write_placed, comm_of, kind, local_mask, nnz_of
+from spla.dist.wire import allgather_rows, row_block
 from spla.exceptions import DimensionMismatch, DTypeError, LayoutError
 from spla.layout import chunk
-from spla.mask import Mask, check_write
+from spla.mask import Mask
 from spla.matrix import Matrix
 from spla.mxm import mxm
 from spla.semiring import as_semiring
@@ -142,14 +142,14 @@ def dist_mxm(Q, A, semiring, *, mask=None, out=None, accum=None, replace=False):
            [ 0., 12.]])
     """
     func = "mxm"
-    comm = _comm_of(Q, A, mask, out)
+    comm = comm_of(Q, A, mask, out)
     with C.collective_checks(comm):
         sr = _check_operands(func, Q, A, semiring)
         write = _check_write(func, Q, A, mask, out, accum, replace)
     Ql = Q.local
     if A.layout.replicated:
         P = _local_product(Ql, A.local, sr, Q, 0, Ql.nrows, write)
-        return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start,
+        return DistMatrix(P, (Q.nrows, A.ncols), nnz_of(Q, P), Q.layout, comm, Q.row_start,
                           Q.partition)
     g = Q.grid
     # Member j of the process row computes a disjoint row range of the Q
@@ -162,17 +162,8 @@ def dist_mxm(Q, A, semiring, *, mask=None, out=None, accum=None, replace=False):
     P = allgather_rows(g.row_comm, part, "mxm.rows", A.ncols) if g.c > 1 else part
     if part.values is None:
         P = Matrix._new(P.indptr, P.indices, None, P.shape)
-    return DistMatrix(P, (Q.nrows, A.ncols), _nnz(Q, P), Q.layout, comm, Q.row_start,
+    return DistMatrix(P, (Q.nrows, A.ncols), nnz_of(Q, P), Q.layout, comm, Q.row_start,
                       Q.partition)
-
-
-def _comm_of(*objs):
-    """The communicator of the first distributed one of the arguments (or of a mask's)."""
-    for X in objs:
-        X = X.parent if isinstance(X, Mask) else X
-        if isinstance(X, DistMatrix):
-            return X.comm
-    return None
 
 
 def _check_operands(func, Q, A, semiring):
@@ -182,7 +173,7 @@ def _check_operands(func, Q, A, semiring):
         if not isinstance(X, DistMatrix):
             fail(DTypeError, func, arg, "a spla.DistMatrix (distribute both operands, or "
                  "neither)" if both else "a spla.DistMatrix (the mask or out is a "
-                 "DistMatrix's: distribute the operands too, or pass local ones)", _kind(X))
+                 "DistMatrix's: distribute the operands too, or pass local ones)", kind(X))
     sr = as_semiring(func, semiring)
     if Q.comm != A.comm:
         fail(LayoutError, func, "B", "a DistMatrix on the communicator of A",
@@ -201,38 +192,7 @@ def _check_operands(func, Q, A, semiring):
 
 def _check_write(func, Q, A, mask, out, accum, replace):
     """(mask, out, accum, replace) checked: shapes, types and placement."""
-    if isinstance(mask, DistMatrix):
-        fail(DTypeError, func, "mask", "a mask: M.S (structure), M.V (values) or ~M.S / ~M.V",
-             "a DistMatrix (write M.S or M.V)")
-    if out is not None and not isinstance(out, DistMatrix):
-        fail(DTypeError, func, "out", "a spla.DistMatrix placed as the product (as A)",
-             _kind(out))
-    mask, out, accum = check_write(func, (Q.nrows, A.ncols), DistMatrix, mask, out, accum,
-                                   replace)
-    M = None if mask is None else mask.parent
-    # A replicated mask holds every row on every rank: each reads its own.
-    if isinstance(M, DistMatrix) and not (M.layout.replicated and M.comm == Q.comm):
-        _check_placed(func, "mask", M, Q)
-    if out is not None:
-        _check_placed(func, "out", out, Q)
-    return mask, out, accum, bool(replace)
-
-
-def _check_placed(func, arg, X, Q):
-    if X.comm != Q.comm:
-        fail(LayoutError, func, arg, "a DistMatrix on the communicator of A",
-             "one on another communicator")
-    if (X.layout != Q.layout or X.row_start != Q.row_start
-            or not (X.partition is Q.partition or (X.partition is not None
-                                                   and Q.partition is not None
-                                                   and X.partition == Q.partition))):
-        fail(LayoutError, func, arg, f"a DistMatrix placed as the product, i.e. as A "
-             f"({_placement(Q)})", _placement(X))
-
-
-def _placement(D):
-    part = "no partition" if D.partition is None else "a partition"
-    return f"{D.layout!r}, rows {D.row_start}:{D.row_stop} here, {part}"
+    return check_write_placed(func, (Q.nrows, A.ncols), Q, mask, out, accum, replace)
 
 
 def _local_product(X, Y, sr, Q, s, e, write):
@@ -241,26 +201,6 @@ def _local_product(X, Y, sr, Q, s, e, write):
     if mask is None and out is None:
         return mxm(X, Y, sr).new()
     dev = X.device
-    m = None if mask is None else Mask(_rows_of(mask.parent, Q, s, e).to(dev),
-                                       mask.structural, mask.complement)
     c = None if out is None else row_block(out.local, s, e).to(dev)
-    return mxm(X, Y, sr, mask=m, out=c, accum=accum, replace=replace)
-
-
-def _rows_of(M, Q, s, e):
-    """Rows s:e of Q's block (positions in ``Q.local``) of a checked mask matrix."""
-    if isinstance(M, DistMatrix) and (not M.layout.replicated or Q.layout.replicated):
-        return row_block(M.local, s, e)  # placed as Q
-    full = M.local if isinstance(M, DistMatrix) else M
-    if Q.partition is None or Q.layout.replicated:
-        return row_block(full, Q.row_start + s, Q.row_start + e)
-    return row_block_list(full.to("cpu"), Q.row_ids[s:e])
-
-
-def _nnz(Q, P):
-    return P.nnz if Q.layout.replicated else block_sum(Q.grid, P.nnz)
-
-
-def _kind(X):
-    shape = getattr(X, "shape", None)
-    return f"a {type(X).__name__}" + ("" if shape is None else f" of shape {tuple(shape)}")
+    return mxm(X, Y, sr, mask=local_mask(mask, Q, s, e, dev), out=c, accum=accum,
+               replace=replace)

@@ -137,3 +137,64 @@ def test_bad_mask_raises_on_every_rank(comm):
         with pytest.raises(spla.LayoutError, match="argument 'mask' must be a DistMatrix "
                                                    "placed as the product"):
             spla.mxm(D, D, mask=other.S)
+
+
+def test_elementwise_equal_local(comm):
+    """apply, select (by value, by global row index, by a callable), ewise_add
+    and ewise_mult on DistMatrix operands, with masks, out and accum: each
+    rank's rows equal the local operator's, on every placement."""
+    A = random_matrix(31, 27, 0.2, 21)
+    B = random_matrix(31, 27, 0.2, 22)
+    M = random_matrix(31, 27, 0.3, 23)
+
+    def every_third(i, j, v):
+        return (i + 2 * j) % 3 == 0
+
+    cases = {
+        "apply": (lambda X, Y, K, W: spla.apply(X, "square", mask=K.S, out=Y, accum="plus"),
+                  lambda: spla.apply(A, "square", mask=M.S, out=B, accum="plus")),
+        "tril": (lambda X, Y, K, W: spla.select(X, "tril", -2, mask=~W.V),
+                 lambda: spla.select(A, "tril", -2, mask=~M.V)),
+        "row>=": (lambda X, Y, K, W: spla.select(X, "row>=", 9),
+                  lambda: spla.select(A, "row>=", 9)),
+        "callable": (lambda X, Y, K, W: spla.select(X, every_third, out=Y, mask=K.S,
+                                                    replace=True),
+                     lambda: spla.select(A, every_third, out=B, mask=M.S, replace=True)),
+        "add": (lambda X, Y, K, W: spla.ewise_add(X, Y, "max", mask=W.S),
+                lambda: spla.ewise_add(A, B, "max", mask=M.S)),
+        "mult": (lambda X, Y, K, W: spla.ewise_mult(X, Y, "plus", mask=~K.S, out=X,
+                                                    accum="times"),
+                 lambda: spla.ewise_mult(A, B, "plus", mask=~M.S, out=A, accum="times")),
+    }
+    want = {key: ref() for key, (_, ref) in cases.items()}
+    RM = spla.distribute(M, comm, replicate_graph=True)
+    for g, (layout, c) in enumerate(grids(comm.size)):
+        W = M if g % 2 == 0 else RM
+        for name, kw in placements(comm, layout, c, A.nrows):
+            DA, DB, DM = (spla.distribute(X, **kw) for X in (A, B, M))
+            for key, (call, _) in cases.items():
+                P = call(DA, DB, DM, W)
+                assert P.layout == DA.layout and P.nnz == want[key].nnz, (layout, c, name, key)
+                assert P.local.isequal(spla.extract(want[key], rows=P.row_ids)), \
+                    (layout, c, name, key)
+
+
+def test_elementwise_bad_operands_raise_on_every_rank(comm):
+    from test_collective_errors import raises_everywhere
+    A = random_matrix(23, 23, 0.2, 4)
+    D = spla.distribute(A, comm)
+    R = spla.distribute(A, comm, replicate_graph=True)
+    raises_everywhere(comm, spla.DTypeError, lambda: spla.ewise_add(D, A),
+                      lambda: spla.ewise_add(D, D), "ewise_add: argument 'B' must be a "
+                      "spla.DistMatrix (distribute both operands, or neither)")
+    raises_everywhere(comm, spla.DTypeError, lambda: spla.apply(A, "abs", mask=D.S),
+                      lambda: spla.apply(D, "abs", mask=D.S), "apply: argument 'A' must be "
+                      "a spla.DistMatrix")
+    raises_everywhere(comm, spla.DimensionMismatch,
+                      lambda: spla.select(D, "tril", mask=spla.Matrix.from_dense(np.eye(4)).S),
+                      lambda: spla.select(D, "tril"), "select: argument 'mask' must be a "
+                      "mask of shape (23, 23)")
+    if comm.size > 1:
+        raises_everywhere(comm, spla.LayoutError, lambda: spla.ewise_mult(D, R),
+                          lambda: spla.ewise_mult(D, D), "ewise_mult: argument 'B' must be "
+                          "a DistMatrix placed as A")

@@ -178,7 +178,9 @@ def test_write_argument_errors():
         (lambda: spla.mxm(D, D, mask=D.S, replace=1), InvalidValue, "'replace'"),
         (lambda: spla.mxm(A, A, mask=D.S), DTypeError, "argument 'A' must be a spla.DistMatrix"),
         (lambda: spla.mxm(A, A, out=D), DTypeError, "argument 'A' must be a spla.DistMatrix"),
-        (lambda: spla.ewise_add(A, A, mask=D.S), DTypeError, "mask of a local Matrix"),
+        (lambda: spla.ewise_add(A, A, mask=D.S), DTypeError,
+             "argument 'A' must be a spla.DistMatrix"),
+            (lambda: spla.extract(A, mask=D.S), DTypeError, "mask of a local Matrix"),
         (lambda: spla.mxv(D, Vector.from_coo([0], size=2), mask=D.S), DimensionMismatch,
          "'mask'"),
     ]
