@@ -92,12 +92,49 @@ def launch_grid(kernel, grid, block, *args):
     its own block, or needs a given number of blocks); counted the same."""
     opcount.add_launch()
     args = tuple(np.int64(a) if isinstance(a, (bool, np.bool_)) else a for a in args)
+    if SIM and RECORD_PATH:
+        _record(kernel, args)
     if not SIM and FAST_LAUNCH:
         fast = _fast_launcher(kernel, args)
         if fast is not None:
             fast(grid, args, block)
             return
     kernel[grid, block](*args)
+
+
+#: Under the simulator, ``$SPLA_RECORD_KERNELS`` names a file where each
+#: kernel launched and its argument types are written once, as JSON lines:
+#: ``benchmarks/ptx_check.py`` compiles them for a GPU without one, which
+#: finds the typing errors that the simulator (plain Python) cannot.
+RECORD_PATH = os.environ.get("SPLA_RECORD_KERNELS", "")
+_RECORDED = set()
+_RECORD_LOCK = threading.Lock()
+
+
+def _arg_spec(a):
+    """A launch argument's type as JSON: ``[dtype, ndim, layout]`` for an array,
+    ``[dtype]`` for a scalar."""
+    if isinstance(a, np.generic):
+        return [a.dtype.str]
+    if isinstance(a, (int, float)):
+        return ["<i8" if isinstance(a, int) else "<f8"]
+    a = np.asarray(a)
+    layout = "C" if a.flags.c_contiguous else ("F" if a.flags.f_contiguous else "A")
+    return [a.dtype.str, a.ndim, layout]
+
+
+def _record(kernel, args):
+    import json
+    fn = getattr(kernel, "fn", None) or getattr(kernel, "py_func", None)
+    line = json.dumps({"module": getattr(fn, "__module__", "?"),
+                       "name": getattr(fn, "__qualname__", "?"),
+                       "args": [_arg_spec(a) for a in args]})
+    with _RECORD_LOCK:
+        if line in _RECORDED:
+            return
+        _RECORDED.add(line)
+        with open(RECORD_PATH, "a") as f:
+            f.write(line + "\n")
 
 
 #: Launch eligible kernels through the driver directly (``SPLA_CUDA_LAUNCH=numba``
