@@ -31,12 +31,14 @@ from spla.mask import Mask
 from spla.operators import BinaryOp
 from spla.semiring import Monoid, Semiring
 from spla.vector import Vector
-from spla.extract import extract, extract_blockwise, extract_cols, extract_rows
+from spla.extract import (extract, extract_blockwise, extract_cols, extract_rows,
+                          extract_values)
 from spla.matrix import Matrix
 from spla.mxm import MxmExpr, mxm
 from spla import partition  # noqa: F401 - spla.partition.block / metis
 from spla.partition import Partition
 from spla.hops import sample_hops
+from spla.layer_ops import normalize_scaled_rows, reduce_row_groups
 from spla.sample import sample_rows
 from spla.rows import take_rows
 from spla.spmm import dropout, spmm
@@ -58,5 +60,5 @@ __all__ = [
     "MissingDependency",
     "Vector", "Mask", "BinaryOp", "Monoid", "Semiring", "binary", "monoid",
     "mxv", "vxm", "assign", "reduce_scalar", "kronecker", "ewise_union",
-    "diag", "scale_columns",
+    "diag", "scale_columns", "extract_values", "normalize_scaled_rows", "reduce_row_groups",
 ]
