@@ -16,11 +16,15 @@ entry count), and one blocking read for the output's size.
   column's first appearance (a *head*).  One inclusive scan over the
   sequence numbers the heads: the groups' sequences lie one after the other,
   so the scan gives every kept column its id within the whole bulk, in the
-  CPU order.  Rows are then sorted by their new columns, a thread per row.
+  CPU order.  Rows are then sorted by their new columns.
 * ``extract_groups``: each group's columns go into a region of one table
-  (column -> its latest position, as the CPU kernel's map keeps it); a thread
-  per output row counts its row's entries found there, a scan makes the row
+  (column -> its latest position, as the CPU kernel's map keeps it); each
+  output row's entries found there are counted, a scan makes the row
   pointer, and the same walk writes them, sorted by output column.
+
+The kernels that walk or sort a row give a row of at most
+``layer_rows.LONG_ROW`` entries a thread and a longer one (a hub of a
+power-law graph) a block, in the same launch (see ``kernels.cuda.layer_rows``).
 
 Sequence positions fit the 48 bits below ``TOP``; ``compact_groups`` keys
 its table by ``group * ncols + column``, so ``fits_compact`` says when that
@@ -35,7 +39,10 @@ from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
-from kernels.cuda._util import _xp, device, full, launch, scan, to_host
+from kernels.cuda._util import BLOCK, _xp, device, full, launch, scan, to_host
+from kernels.cuda.layer_rows import (block_scan, block_sort_pairs, block_total, long_row_for,
+                                     share)
+from kernels.cuda.long_rows import MAX_K
 
 hash_slot = device(_hash_slot)
 lower_bound = device(_lower_bound)
@@ -173,13 +180,18 @@ def _compact_emit(first, first_ptr, ptr, idx, row_ptr, r0, r1, nnz_base, ncols, 
 
 
 @cuda.jit(cache=True)
-def _compact_rows(ptr, r0, r1, nnz_base, local, perm, with_perm, out):
+def _compact_rows(ptr, r0, r1, nnz_base, local, perm, with_perm, out, long_row):
     """Each row's entries sorted by new column (with their entry ids when
-    ``with_perm``), written to ``out`` in its index type."""
+    ``with_perm``), written to ``out`` in its index type: a thread per row
+    of at most ``long_row`` entries, a block per longer row."""
+    sh_k = cuda.shared.array(MAX_K, np.int64)
+    sh_v = cuda.shared.array(MAX_K, np.int64)
     start = cuda.grid(1)
     for r in range(r0 + start, r1, cuda.gridsize(1)):
         lo = ptr[r] - nnz_base
         hi = ptr[r + 1] - nnz_base
+        if hi - lo > long_row:
+            continue
         if with_perm != 0:
             for q in range(lo, hi):
                 perm[q] = q + nnz_base
@@ -187,6 +199,19 @@ def _compact_rows(ptr, r0, r1, nnz_base, local, perm, with_perm, out):
         else:
             sort_range(local, lo, hi)
         for q in range(lo, hi):
+            out[q] = local[q]
+    t = cuda.threadIdx.x
+    for r in range(r0 + cuda.blockIdx.x, r1, cuda.gridDim.x):
+        lo = ptr[r] - nnz_base
+        hi = ptr[r + 1] - nnz_base
+        if hi - lo <= long_row:
+            continue
+        if with_perm != 0:
+            for q in range(lo + t, hi, BLOCK):
+                perm[q] = q + nnz_base
+        cuda.syncthreads()
+        block_sort_pairs(local, perm, with_perm, lo, hi - lo, sh_k, sh_v)
+        for q in range(lo + t, hi, BLOCK):
             out[q] = local[q]
 
 
@@ -241,8 +266,10 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, c
     perm = xp.empty(n_entries if with_perm else 0, np.int64)
     out = xp.empty(n_entries, out_type)
     if n_entries:
-        launch(_compact_rows, r1 - r0, ptr, np.int64(r0), np.int64(r1), np.int64(nnz_base),
-               local, perm if with_perm else local, np.int64(with_perm), out)
+        # A block per row at most, so that long rows spread over the grid.
+        launch(_compact_rows, (r1 - r0) * BLOCK, ptr, np.int64(r0), np.int64(r1),
+               np.int64(nnz_base), local, perm if with_perm else local, np.int64(with_perm),
+               out, long_row_for(L))
     host = np.asarray(to_host(tail), np.int64)
     kept_ptr = host[:G + 1].copy()
     first_dup = int(TOP - host[-1]) if check and host[-1] >= 0 else -1
@@ -292,41 +319,89 @@ def _row_group(row_ptr, i):
 
 
 @cuda.jit(cache=True)
-def _extract_count(ptr, idx, rows, row_ptr, toff, tbits, table, cnt):
+def _extract_count(ptr, idx, rows, row_ptr, toff, tbits, table, cnt, long_row):
     """``cnt[i + 1]``: entries of output row ``i`` whose column its group
-    selects (``cnt[0] = 0``: the scan makes the row pointer)."""
+    selects (``cnt[0] = 0``: the scan makes the row pointer).  A thread per
+    row of at most ``long_row`` entries, a block per longer row."""
+    sh = cuda.shared.array(BLOCK, np.int64)
     start = cuda.grid(1)
     if start == 0:
         cnt[0] = 0
     for i in range(start, rows.size, cuda.gridsize(1)):
+        r = rows[i]
+        if ptr[r + 1] - ptr[r] > long_row:
+            continue
         g = _row_group(row_ptr, i)
         c = 0
         if g >= 0 and tbits[g] > 0:
-            r = rows[i]
             for e in range(ptr[r], ptr[r + 1]):
                 if _find(table, 3, toff[g], tbits[g], np.int64(idx[e])) >= 0:
                     c += 1
         cnt[i + 1] = c
+    for i in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
+        r = rows[i]
+        if ptr[r + 1] - ptr[r] <= long_row:
+            continue
+        g = _row_group(row_ptr, i)
+        c = 0
+        if g >= 0 and tbits[g] > 0:
+            for e in range(ptr[r] + cuda.threadIdx.x, ptr[r + 1], BLOCK):
+                if _find(table, 3, toff[g], tbits[g], np.int64(idx[e])) >= 0:
+                    c += 1
+        total = block_total(sh, c)
+        if cuda.threadIdx.x == 0:
+            cnt[i + 1] = total
+
+
+@cuda.jit(device=True)
+def _emit_walk(ptr, idx, r, a, b, g, toff, tbits, table, out_idx, src, o):
+    """Entries ``[a, b)`` of row ``r`` found in group ``g``'s region, written
+    from ``o`` on (output column, input entry); returns the next position."""
+    for e in range(a, b):
+        s = _find(table, 3, toff[g], tbits[g], np.int64(idx[e]))
+        if s >= 0:
+            out_idx[o] = table[3 * s + 1]
+            src[o] = e
+            o += 1
+    return o
 
 
 @cuda.jit(cache=True)
-def _extract_emit(ptr, idx, rows, row_ptr, toff, tbits, table, out_ptr, out_idx, src):
-    """Each output row's entries (output column, input entry), sorted by column."""
+def _extract_emit(ptr, idx, rows, row_ptr, toff, tbits, table, out_ptr, out_idx, src,
+                  long_row):
+    """Each output row's entries (output column, input entry), sorted by
+    column: a thread per row of at most ``long_row`` entries, a block per
+    longer row (each thread a contiguous share, placed by a block scan)."""
+    sh = cuda.shared.array(BLOCK, np.int64)
+    sh_k = cuda.shared.array(MAX_K, np.int64)
+    sh_v = cuda.shared.array(MAX_K, np.int64)
     start = cuda.grid(1)
     for i in range(start, rows.size, cuda.gridsize(1)):
-        g = _row_group(row_ptr, i)
-        lo = out_ptr[i]
-        if lo == out_ptr[i + 1]:
-            continue
         r = rows[i]
-        o = lo
-        for e in range(ptr[r], ptr[r + 1]):
-            s = _find(table, 3, toff[g], tbits[g], np.int64(idx[e]))
-            if s >= 0:
-                out_idx[o] = table[3 * s + 1]
-                src[o] = e
-                o += 1
+        lo = out_ptr[i]
+        if lo == out_ptr[i + 1] or ptr[r + 1] - ptr[r] > long_row:
+            continue
+        g = _row_group(row_ptr, i)
+        o = _emit_walk(ptr, idx, r, ptr[r], ptr[r + 1], g, toff, tbits, table, out_idx,
+                       src, lo)
         sort_pairs(out_idx, src, lo, o)
+    for i in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
+        r = rows[i]
+        lo = out_ptr[i]
+        m = out_ptr[i + 1] - lo
+        if m == 0 or ptr[r + 1] - ptr[r] <= long_row:
+            continue
+        g = _row_group(row_ptr, i)
+        a, b = share(ptr[r], ptr[r + 1])
+        c = 0
+        for e in range(a, b):
+            if _find(table, 3, toff[g], tbits[g], np.int64(idx[e])) >= 0:
+                c += 1
+        sh[cuda.threadIdx.x] = c
+        before, _total = block_scan(sh)
+        _emit_walk(ptr, idx, r, a, b, g, toff, tbits, table, out_idx, src, lo + before)
+        cuda.syncthreads()
+        block_sort_pairs(out_idx, src, 1, lo, m, sh_k, sh_v)
 
 
 def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
@@ -362,15 +437,17 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
             d = int(to_host(dup)[0])
             first_dup = int(TOP - d) if d >= 0 else -1
     cnt = xp.empty(nr + 1, np.int64)
-    launch(_extract_count, nr, ptr, idx, rows, rp, dtoff, dbits, table, cnt)
+    # A block per row at most, so that long rows spread over the grid.
+    long_row = long_row_for(col_ptr[G])
+    launch(_extract_count, nr * BLOCK, ptr, idx, rows, rp, dtoff, dbits, table, cnt, long_row)
     out_ptr = scan(xp, cnt)
     host_ptr = np.asarray(to_host(out_ptr), np.int64)
     T = int(host_ptr[nr])
     out_idx = xp.empty(T, np.int64)
     src = xp.empty(T, np.int64)
     if T:
-        launch(_extract_emit, nr, ptr, idx, rows, rp, dtoff, dbits, table, out_ptr, out_idx,
-               src)
+        launch(_extract_emit, nr * BLOCK, ptr, idx, rows, rp, dtoff, dbits, table, out_ptr,
+               out_idx, src, long_row)
     if with_host_ptr:
         return out_ptr, out_idx, src, first_dup, host_ptr
     return out_ptr, out_idx, src, first_dup

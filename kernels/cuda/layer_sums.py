@@ -14,6 +14,12 @@ bit.  LADIES' probability rows are these sums (one group per minibatch).
    order), and each product is scattered to its output entry's segment.
 3. A thread per output entry sorts its segment by row id and adds it up in
    that order; the same launch writes the row pointer.
+
+Steps 1 and 2 walk the selected rows of A: a thread per row of at most
+``layer_rows.LONG_ROW`` entries, a block per longer row (in the same
+launch).  A segment holds one term per row of the group having the column,
+so its length is at most the group's row count, summed by one thread in
+ascending row order (the order that makes the sums the CPU's).
 """
 
 import numpy as np
@@ -22,7 +28,8 @@ from numba import cuda
 from kernels.common import hash_slot as _hash_slot
 from kernels.common import lower_bound as _lower_bound
 from kernels.common import sort_pairs_inplace as _sort_pairs
-from kernels.cuda._util import _xp, argsort_stable, device, full, launch, scan, to_host
+from kernels.cuda._util import BLOCK, _xp, argsort_stable, device, full, launch, scan, to_host
+from kernels.cuda.layer_rows import LONG_ROW
 
 hash_slot = device(_hash_slot)
 lower_bound = device(_lower_bound)
@@ -46,25 +53,39 @@ def _degrees(a_ptr, rows, deg):
         deg[r + 1] = a_ptr[rows[r] + 1] - a_ptr[rows[r]]
 
 
-@cuda.jit(cache=True)
-def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of):
-    """Every product's ``(group, column)`` slot (claimed if new), counted there."""
+@cuda.jit(device=True)
+def _claim_entries(a_idx, g, n, a, b, step, o, table, bits, slot_of):
+    """Entries ``a, a + step, ..`` below ``b`` of a row of group ``g``: each
+    product's ``(group, column)`` slot (claimed if new), counted there."""
     mask = (np.int64(1) << bits) - 1
+    for e in range(a, b, step):
+        key = g * n + np.int64(a_idx[e])
+        s = hash_slot(key, bits)
+        for _ in range(mask + 1):
+            k = cuda.atomic.cas(table, 2 * s, EMPTY, key)
+            if k == EMPTY or k == key:
+                break
+            s = (s + 1) & mask
+        cuda.atomic.add(table, 2 * s + 1, 1)
+        slot_of[o + e] = s
+
+
+@cuda.jit(cache=True)
+def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of, long_row):
+    """Every product's slot and count: a thread per row of at most
+    ``long_row`` entries, a block per longer row (no order to keep: the
+    counts are atomic, the slots the table's)."""
     start = cuda.grid(1)
     for r in range(start, rows.size, cuda.gridsize(1)):
-        g = _group_of(gp, r)
         i = rows[r]
-        o = poff[r] - a_ptr[i]
-        for e in range(a_ptr[i], a_ptr[i + 1]):
-            key = g * n + np.int64(a_idx[e])
-            s = hash_slot(key, bits)
-            for _ in range(mask + 1):
-                k = cuda.atomic.cas(table, 2 * s, EMPTY, key)
-                if k == EMPTY or k == key:
-                    break
-                s = (s + 1) & mask
-            cuda.atomic.add(table, 2 * s + 1, 1)
-            slot_of[o + e] = s
+        if a_ptr[i + 1] - a_ptr[i] <= long_row:
+            _claim_entries(a_idx, _group_of(gp, r), n, a_ptr[i], a_ptr[i + 1], 1,
+                           poff[r] - a_ptr[i], table, bits, slot_of)
+    for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
+        i = rows[r]
+        if a_ptr[i + 1] - a_ptr[i] > long_row:
+            _claim_entries(a_idx, _group_of(gp, r), n, a_ptr[i] + cuda.threadIdx.x,
+                           a_ptr[i + 1], BLOCK, poff[r] - a_ptr[i], table, bits, slot_of)
 
 
 @cuda.jit(cache=True)
@@ -101,18 +122,37 @@ def _order(order, keys, counts, n, skey, seg, out_idx, entry_of):
         entry_of[c] = t
 
 
+@cuda.jit(device=True)
+def _scatter_entries(a_val, i, a, b, step, o, slot_of, rank, entry_of, segoff, cursor, rk,
+                     vv):
+    """Entries ``a, a + step, ..`` below ``b`` of row ``i``: each product's
+    (row id, value) into its output entry's segment."""
+    for e in range(a, b, step):
+        t = entry_of[rank[slot_of[o + e]]]
+        q = segoff[t] + cuda.atomic.add(cursor, t, 1)
+        rk[q] = i
+        vv[q] = a_val[e]
+
+
 @cuda.jit(cache=True)
-def _scatter(a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff, cursor, rk, vv):
-    """Each product's (row id, value) into its output entry's segment."""
+def _scatter(a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff, cursor, rk, vv,
+             long_row):
+    """Each product into its output entry's segment: a thread per row of at
+    most ``long_row`` entries, a block per longer row.  The order within a
+    segment is the atomic cursor's; ``_sum`` sorts it by row id (distinct in
+    a segment: a row has a column once and a group a row once)."""
     start = cuda.grid(1)
     for r in range(start, rows.size, cuda.gridsize(1)):
         i = rows[r]
-        o = poff[r] - a_ptr[i]
-        for e in range(a_ptr[i], a_ptr[i + 1]):
-            t = entry_of[rank[slot_of[o + e]]]
-            q = segoff[t] + cuda.atomic.add(cursor, t, 1)
-            rk[q] = i
-            vv[q] = a_val[e]
+        if a_ptr[i + 1] - a_ptr[i] <= long_row:
+            _scatter_entries(a_val, i, a_ptr[i], a_ptr[i + 1], 1, poff[r] - a_ptr[i],
+                             slot_of, rank, entry_of, segoff, cursor, rk, vv)
+    for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
+        i = rows[r]
+        if a_ptr[i + 1] - a_ptr[i] > long_row:
+            _scatter_entries(a_val, i, a_ptr[i] + cuda.threadIdx.x, a_ptr[i + 1], BLOCK,
+                             poff[r] - a_ptr[i], slot_of, rank, entry_of, segoff, cursor,
+                             rk, vv)
 
 
 @cuda.jit(cache=True)
@@ -158,7 +198,10 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     S = 1 << bits
     table = full(xp, 2 * S, -1, np.int64)
     slot_of = xp.empty(T, np.int64)
-    launch(_claim, R, a_ptr, a_idx, rows, gp, n, poff, table, np.int64(bits), slot_of)
+    # A block per row at most, so that long rows spread over the grid.
+    long_row = np.int64(LONG_ROW)
+    launch(_claim, R * BLOCK, a_ptr, a_idx, rows, gp, n, poff, table, np.int64(bits), slot_of,
+           long_row)
     occ = xp.empty(S + 1, np.int64)
     launch(_occupied, S, table, occ)
     rank = scan(xp, occ)
@@ -176,8 +219,8 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     cursor = full(xp, D, 0, np.int64)
     rk = xp.empty(T, np.int64)
     vv = xp.empty(T, a_val.dtype)
-    launch(_scatter, R, a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff, cursor,
-           rk, vv)
+    launch(_scatter, R * BLOCK, a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff,
+           cursor, rk, vv, long_row)
     out_val = xp.empty(D, a_val.dtype)
     out_ptr = xp.empty(G + 1, np.int64)
     zero = xp.asarray(-np.zeros(1, a_val.dtype))

@@ -55,7 +55,8 @@ SIM_FILES = ("kernels/test_topk_cuda.py", "sampling/test_gpu_path.py", "kernels/
              "sampling/test_device_cache.py", "kernels/test_long_rows_cuda.py",
              "kernels/test_spgemm_hash_cuda.py", "kernels/test_layer_groups.py",
              "spla/test_layer_values.py", "spla/test_layer_ops.py",
-             "spla/test_layer_trusted.py", "spla/test_layer_sums.py")
+             "spla/test_layer_trusted.py", "spla/test_layer_sums.py",
+             "kernels/test_layer_rows.py")
 
 
 @pytest.mark.slow
