@@ -15,7 +15,8 @@ block order: the composition (``sample_rows`` per relation, then one
 blocks, entry for entry.
 
 The column maps and the per-row relabelling are ``kernels.cpu.hops``' own
-(``_find``, ``_add``, ``_row_split``, ``_row_in_order``), imported, not
+(``_find``, ``_add``, ``_row_split``, ``_row_in_order``, and for short rows
+``_word_picks``, ``_chunk_by_tags``, ``_sort_rows``), imported, not
 copied, so both fused hops number columns by one rule.
 """
 
@@ -23,9 +24,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import row_key, sort_range, table_bits
+from kernels.common import row_key, table_bits
 from kernels.cpu.group_scratch import dense_map, group_bounds, start_group
-from kernels.cpu.hops import CHUNK, TAG_LIMIT, _add, _find, _row_in_order, _row_split
+from kernels.cpu.hops import (CHUNK, RANK_ROW, TAG_LIMIT, WORD_ROW, _add, _chunk_by_tags,
+                              _find, _row_in_order, _row_split, _sort_rows, _word_picks)
 from kernels.its import uniform_picks
 from kernels.parallel import over_rows, parallel_kernel
 
@@ -51,6 +53,8 @@ def _chunk_columns(c0, c1, a_ptr, a_idx, nodes, s0, roff, kbase, optr, r0, seed,
         if c >= hi - lo:
             for t in range(c):
                 pos[o + t] = lo + t
+        elif hi - lo <= WORD_ROW:
+            _word_picks(pos, o, c, lo, hi, row_key(seed, stream, kbase + v))
         elif c > 0:
             uniform_picks(pos, o, c, lo, hi, row_key(seed, stream, kbase + v))
     for t in range(optr[r0 + c1] - e0):
@@ -93,6 +97,7 @@ def _worker(g0, g1, J, a_ptr, a_idx, nodes, bp, seg, roff, kbase, first, fptr, n
     pos = np.empty(0 if pre else span, np.int64)
     cols = drawn if pre else np.empty(span, np.int64)
     new = np.empty(widest, np.int64)
+    buf = np.empty(RANK_ROW, np.int64)
     tag_base = np.uint64(0)
     for g in range(g0, g1):
         e_g = optr[bp[g * J]]
@@ -116,6 +121,14 @@ def _worker(g0, g1, J, a_ptr, a_idx, nodes, bp, seg, roff, kbase, first, fptr, n
                     continue
                 _chunk_columns(c0, c1, a_ptr, a_idx, nodes, seg[b], roff[b], kbase[b], optr,
                                r0, seed, stream, lo_s, pos, cols)
+                if dense:
+                    # As kernels.cpu.hops: one branch-free pass over the
+                    # chunk's picks, then each row's ids sorted.
+                    e = optr[r0 + c0]
+                    m = _chunk_by_tags(out, e, optr[r0 + c1] - e, cols, m, tmp, off, tags,
+                                       tag_base)
+                    _sort_rows(out, optr, r0 + c0, r0 + c1, buf)
+                    continue
                 for r in range(r0 + c0, r0 + c1):
                     m = _row_split(out, optr[r], optr[r + 1] - optr[r], cols,
                                    optr[r] - optr[r0 + c0], new, m, tmp, off, dense, tags,
@@ -178,8 +191,9 @@ def relation_hop(a_ptr, a_idx, nodes, bp, seg, roff, kbase, ks, first, fptr, nco
         _worker(bounds[c], bounds[c + 1], J, a_ptr, a_idx, nodes, bp, seg, roff, kbase, first,
                 fptr, ncols, optr, seed, stream, tmp, cnt, out, drawn)
     if drawn.size:
-        for r in prange(R):
-            sort_range(out, optr[r], optr[r + 1])
+        for ch in prange((R + CHUNK - 1) // CHUNK):
+            buf = np.empty(RANK_ROW, np.int64)
+            _sort_rows(out, optr, ch * CHUNK, min(R, ch * CHUNK + CHUNK), buf)
     for g in range(G):
         cnt[g + 1] += cnt[g]
     src = np.empty(cnt[G], np.int64)

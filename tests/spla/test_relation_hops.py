@@ -165,3 +165,44 @@ def test_bad_input():
     with pytest.raises(DimensionMismatch, match="group_ids"):
         st_.sample_hop([(np.array([0]), ptr)], [1], np.array([0]), ptr, seed=0, stream=0,
                        group_ids=[0, 1])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("ncols", [200, 20000])
+def test_fused_equals_composition_on_wide_rows(threads, ncols):
+    """Rows around the short-row limits of the fused hop (a row of at most 64
+    entries draws as the bits of a word; rows of up to 16 picks sort by
+    networks or rank), picks of every count up to 20 and whole rows, and
+    both column maps: a tag array over 200 columns, a hash table over 20,000."""
+    rng = np.random.default_rng(ncols)
+    mats, frontiers = [], []
+    for m in (40, 30):
+        deg = rng.choice([1, 5, 16, 17, 62, 63, 64, 65, 66, 130], size=m)
+        dense = np.zeros((m, ncols), bool)
+        for i, d in enumerate(deg):
+            dense[i, rng.choice(ncols, size=min(d, ncols), replace=False)] = True
+        mats.append(spla.Matrix.from_dense(dense.astype(np.float64)))
+        groups = [rng.choice(m, size=m // 2, replace=False).tolist() for _ in range(2)]
+        frontiers.append((np.array(sum(groups, []), np.int64),
+                          np.cumsum([0] + [len(g) for g in groups]).astype(np.int64)))
+    firsts = [rng.choice(ncols, size=5, replace=False).tolist() for _ in range(2)]
+    first = np.array(sum(firsts, []), np.int64)
+    fptr = np.array([0, 5, 10], np.int64)
+    ids = np.array([3, 8])
+    for ks in ([1, 3], [7, 20], [-1, 16], [2, -1]):
+        stack = RelationStack(mats, [0, 1], 2)
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            blocks, src, sp = stack.sample_hop(frontiers, ks, first, fptr, seed=11, stream=2,
+                                               group_ids=ids)
+        finally:
+            numba.set_num_threads(before)
+        ref_blocks, ref_src, ref_sp = reference(mats, [0, 1], 2, frontiers, ks, first, fptr,
+                                                11, 2, ids)
+        assert src.tolist() == ref_src.tolist() and sp.tolist() == ref_sp.tolist(), ks
+        for j in range(len(mats)):
+            for b, r in zip(blocks[j], ref_blocks[j]):
+                assert np.asarray(b.indptr).tolist() == np.asarray(r.indptr).tolist(), ks
+                assert np.asarray(b.indices).tolist() == np.asarray(r.indices).tolist(), ks
+        check_laws(mats, frontiers, ks, first, fptr, blocks, src, sp)
