@@ -40,9 +40,8 @@ from kernels.common import lower_bound as _lower_bound
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
 from kernels.cuda._util import BLOCK, _xp, device, full, launch, scan, to_host
-from kernels.cuda.layer_rows import (block_scan, block_sort_pairs, block_total, long_row_for,
-                                     share)
-from kernels.cuda.long_rows import MAX_K
+from kernels.cuda.layer_rows import (SORT_MAX, block_scan, block_sort_pairs, block_total,
+                                     long_row_for, share)
 
 hash_slot = device(_hash_slot)
 lower_bound = device(_lower_bound)
@@ -184,8 +183,8 @@ def _compact_rows(ptr, r0, r1, nnz_base, local, perm, with_perm, out, long_row):
     """Each row's entries sorted by new column (with their entry ids when
     ``with_perm``), written to ``out`` in its index type: a thread per row
     of at most ``long_row`` entries, a block per longer row."""
-    sh_k = cuda.shared.array(MAX_K, np.int64)
-    sh_v = cuda.shared.array(MAX_K, np.int64)
+    sh_k = cuda.shared.array(SORT_MAX, np.int64)
+    sh_v = cuda.shared.array(SORT_MAX, np.int64)
     start = cuda.grid(1)
     for r in range(r0 + start, r1, cuda.gridsize(1)):
         lo = ptr[r] - nnz_base
@@ -373,8 +372,8 @@ def _extract_emit(ptr, idx, rows, row_ptr, toff, tbits, table, out_ptr, out_idx,
     column: a thread per row of at most ``long_row`` entries, a block per
     longer row (each thread a contiguous share, placed by a block scan)."""
     sh = cuda.shared.array(BLOCK, np.int64)
-    sh_k = cuda.shared.array(MAX_K, np.int64)
-    sh_v = cuda.shared.array(MAX_K, np.int64)
+    sh_k = cuda.shared.array(SORT_MAX, np.int64)
+    sh_v = cuda.shared.array(SORT_MAX, np.int64)
     start = cuda.grid(1)
     for i in range(start, rows.size, cuda.gridsize(1)):
         r = rows[i]

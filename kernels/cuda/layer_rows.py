@@ -22,7 +22,7 @@ from numba import cuda
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
 from kernels.cuda._util import BLOCK, SIM, device
-from kernels.cuda.long_rows import MAX_K, block_scan, block_sort
+from kernels.cuda.long_rows import block_scan, block_sort
 
 sort_pairs = device(_sort_pairs)
 sort_range = device(_sort_range)
@@ -30,13 +30,18 @@ sort_range = device(_sort_range)
 #: Rows of more entries than this go to a block (a few entries under the
 #: simulator, so that the tests' tiny inputs take the block path).
 LONG_ROW = 4 if SIM else 256
-#: ``block_sort_pairs`` packs ``key * MAX_K + position``: keys below this fit.
-KEY_LIMIT = (1 << 62) // MAX_K
+#: Most entries ``block_sort_pairs`` sorts by a block (its shared memory:
+#: two int64 arrays of this size); a layer-wise output row holds at most its
+#: group's columns (a minibatch's destinations and picks, about 2,000 for
+#: [512, 512] on 1,024 seeds).  Longer runs are sorted by one thread.
+SORT_MAX = 2048
+#: ``block_sort_pairs`` packs ``key * SORT_MAX + position``: keys below this fit.
+KEY_LIMIT = (1 << 62) // SORT_MAX
 #: A row length no row exceeds: every row takes the one-thread path.
 NEVER = np.int64(np.iinfo(np.int64).max)
 
-__all__ = ["LONG_ROW", "KEY_LIMIT", "NEVER", "block_scan", "block_total", "share",
-           "block_sort_pairs", "long_row_for"]
+__all__ = ["LONG_ROW", "SORT_MAX", "KEY_LIMIT", "NEVER", "block_scan", "block_total",
+           "share", "block_sort_pairs", "long_row_for"]
 
 
 def long_row_for(max_key):
@@ -75,13 +80,13 @@ def block_sort_pairs(keys, vals, with_vals, lo, m, sh_k, sh_v):
     """Sort ``keys[lo:lo+m]`` ascending (stable; keys in ``[0, KEY_LIMIT)``),
     ``vals`` alongside when ``with_vals``, by the whole block.
 
-    Up to ``MAX_K`` entries by ``long_rows.block_sort`` over
-    ``key * MAX_K + offset`` (``sh_k``, ``sh_v``: MAX_K int64 shared each);
+    Up to ``SORT_MAX`` entries by ``long_rows.block_sort`` over
+    ``key * SORT_MAX + offset`` (``sh_k``, ``sh_v``: SORT_MAX int64 shared each);
     longer runs by thread 0 (the one-thread path's sort: distinct keys give
     the same order).
     """
     t = cuda.threadIdx.x
-    if m > MAX_K:
+    if m > SORT_MAX:
         if t == 0:
             if with_vals != 0:
                 sort_pairs(keys, vals, lo, lo + m)
@@ -90,14 +95,14 @@ def block_sort_pairs(keys, vals, with_vals, lo, m, sh_k, sh_v):
         cuda.syncthreads()
         return
     for q in range(t, m, BLOCK):
-        keys[lo + q] = keys[lo + q] * MAX_K + q
+        keys[lo + q] = keys[lo + q] * SORT_MAX + q
     cuda.syncthreads()
     block_sort(keys, lo, m, sh_k)
     for q in range(t, m, BLOCK):
         x = keys[lo + q]
-        keys[lo + q] = x // MAX_K
+        keys[lo + q] = x // SORT_MAX
         if with_vals != 0:
-            sh_v[q] = vals[lo + x % MAX_K]
+            sh_v[q] = vals[lo + x % SORT_MAX]
     cuda.syncthreads()
     if with_vals != 0:
         for q in range(t, m, BLOCK):

@@ -65,7 +65,7 @@ def _small_sorts(monkeypatch, small):
     """With ``small``, long runs past the block sort's bound (its one-thread branch)."""
     from kernels.cuda import layer_rows
     if small:
-        monkeypatch.setattr(layer_rows, "MAX_K", 4)
+        monkeypatch.setattr(layer_rows, "SORT_MAX", 4)
 
 
 @given(case=CASES)
