@@ -82,6 +82,7 @@ def test_sim_extract_groups_of_long_rows_equals_the_cpu(cp, case, monkeypatch):
     ptr, idx, _ = _csr(rng, nrows, ncols, n_long)
     assert np.diff(ptr).max() > LONG_ROW
     rows = rng.integers(0, nrows, 2 * nrows + 2).astype(np.int64)
+    rows[1] = np.argmax(np.diff(ptr))          # a long row in the first group
     rptr = _cuts(rng, rows.size - 2, n_groups) + 1
     colss = [rng.choice(ncols, rng.integers(0, ncols + 1), replace=False)
              for _ in range(n_groups)]
@@ -125,6 +126,7 @@ def test_sim_compact_groups_of_long_rows_equals_the_cpu(cp, case, monkeypatch):
 def test_sim_group_row_sums_of_long_rows_equal_the_cpu(cp, case):
     """Sums of groups holding long rows (and empty groups), bit for bit."""
     import spla
+    from kernels.cuda.layer_rows import LONG_ROW
     from spla.layer_ops import reduce_row_groups
     seed, nrows, ncols, n_groups, n_long, _dup, _small = case
     rng = np.random.default_rng(seed)
@@ -133,6 +135,9 @@ def test_sim_group_row_sums_of_long_rows_equal_the_cpu(cp, case):
     A = spla.Matrix.from_dense(W.astype(np.float32))
     picks = [rng.choice(nrows, rng.integers(0, nrows + 1), replace=False)
              for _ in range(n_groups)]
+    longest = np.argmax(dense.sum(1))
+    picks[0] = np.union1d(picks[0], [longest])[::-1]   # a long row, rows descending
+    assert dense[longest].sum() > LONG_ROW
     rows = np.concatenate([np.zeros(0, np.int64)] + picks).astype(np.int64)
     ptr = np.concatenate([[0], np.cumsum([p.size for p in picks])]).astype(np.int64)
     want = reduce_row_groups(A, rows, ptr)
