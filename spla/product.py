@@ -104,13 +104,17 @@ def _masked_spgemm(A, B, sr, av, bv, out_dt, mask):
                                        b_val, b_hv, M.indptr, M.indices, m_ok, sr.monoid.code,
                                        sr.mul_code, one)
     del m_ok
-    # Row pointers from a running count of the hit slots: no per-entry row ids.
-    seen = xp.zeros(M.nnz + 1, index_dtype(M.nnz))
-    xp.cumsum(hit, out=seen[1:])
-    ptr = seen[M.indptr].astype(np.int64)
-    del seen
-    C = Matrix._new(ptr, narrow_indices(M.indices[hit], B.ncols),
-                    None if out_dt is None else out_val[hit], (A.nrows, B.ncols))
+    if A.device == "cpu":  # row pointer and hit positions in one pass
+        ptr, pos = K.hit_positions(M.indptr, hit)
+    else:
+        # Row pointers from a running count of the hit slots: no per-entry row ids.
+        seen = xp.zeros(M.nnz + 1, index_dtype(M.nnz))
+        xp.cumsum(hit, out=seen[1:])
+        ptr = seen[M.indptr].astype(np.int64)
+        del seen
+        pos = hit
+    C = Matrix._new(ptr, narrow_indices(M.indices[pos], B.ncols),
+                    None if out_dt is None else out_val[pos], (A.nrows, B.ncols))
     # Every entry lies inside the mask: ``spla.mask.finish`` may skip its
     # membership test (it pops this mark, so C keeps no reference to it).
     C._cache[INSIDE_MASK] = mask
@@ -130,24 +134,35 @@ def _dot_is_cheaper(xp, A, B, M):
     # Sums over entries as dot products of per-id counts: O(n) scratch,
     # where gathering a degree per entry would take 8 bytes per entry.
     search = max(1.0, float(np.log2(1.0 + M.nnz / max(M.nrows, 1))))
-    a_cols = _col_counts(xp, A.indices, A.ncols)
-    push = int(xp.dot(a_cols, xp.diff(B.indptr))) * search
+    push = int(xp.dot(_col_counts(A), _row_lengths(B))) * search
     cached = B._cache.get("transpose_pattern")
-    deg_bt = xp.diff(cached[0]) if cached is not None else \
-        _col_counts(xp, B.indices, B.ncols)
-    m_cols = _col_counts(xp, M.indices, M.ncols)
-    dot = int(xp.dot(xp.diff(A.indptr), xp.diff(M.indptr)) + xp.dot(deg_bt, m_cols))
+    deg_bt = xp.diff(cached[0]) if cached is not None else _col_counts(B)
+    dot = int(xp.dot(_row_lengths(A), _row_lengths(M)) + xp.dot(deg_bt, _col_counts(M)))
     transpose = 0 if cached is not None else 2 * B.nnz
     return dot + transpose < push
 
 
-def _col_counts(xp, idx, n):
-    """Entries per column id (``bincount``), a slice at a time: bincount
-    widens its input to int64, 8 bytes per entry at once otherwise."""
-    out = xp.zeros(n, np.int64)
-    step = 1 << 20
-    for s in range(0, idx.size, step):
-        out += xp.bincount(idx[s:s + step], minlength=n)
+def _row_lengths(X):
+    """Entries per row, cached on the matrix (immutable): a repeated product
+    (a triangle count, an iterative method) pays for it once."""
+    deg = X._cache.get("row_lengths")
+    if deg is None:
+        deg = X._cache["row_lengths"] = X.xp.diff(X.indptr)
+    return deg
+
+
+def _col_counts(X):
+    """Entries per column (``bincount``), cached on the matrix as row lengths
+    are; counted a slice at a time: bincount widens its input to int64, 8
+    bytes per entry at once otherwise."""
+    out = X._cache.get("col_counts")
+    if out is None:
+        xp, idx, n = X.xp, X.indices, X.ncols
+        out = xp.zeros(n, np.int64)
+        step = 1 << 20
+        for s in range(0, idx.size, step):
+            out += xp.bincount(idx[s:s + step], minlength=n)
+        X._cache["col_counts"] = out
     return out
 
 

@@ -26,7 +26,10 @@ def transpose(A):
 
     On the CPU a counting sort (the kernel that ``spla.mxm`` and
     ``spla.vxm`` transpose with); a pattern of Aᵀ already cached on A is
-    reused.  The result carries its own transpose's pattern, which is A's
+    reused, and the pattern made is cached on A (the pattern's arrays are
+    shared with the result: a structural A keeps no more than the result
+    holds, a valued one its entry order too).  The result carries its own
+    transpose's pattern, which is A's
     (its arrays, shared), in the cache that the masked ``mxm`` and the pull
     of ``vxm`` read: ``mxm(L, L.T, semiring.plus_pair, mask=L.S)`` transposes
     once, not twice.  For a valued matrix the cache also holds the entry
@@ -50,6 +53,10 @@ def transpose(A):
         rows = np.empty(A.nnz, index_dtype(max(A.nrows - 1, 0)))
         ptr, order = backend.kernels_for("cpu").spmm.transpose_pattern(
             A.indptr, A.indices, A.ncols, rows)
+        # Cached on A too (``spla.product.transpose_pattern``'s format), as
+        # A is immutable: the next ``A.T`` (a loop that writes ``L.T`` in
+        # every call) and a product with B = A read it without sorting again.
+        A._cache["transpose_pattern"] = (ptr, rows, None if A.values is None else order)
     else:
         # A stable sort by column keeps rows ascending inside each new row.
         order = xp.argsort(A.indices, kind="stable")

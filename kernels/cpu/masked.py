@@ -34,8 +34,8 @@ import numpy as np
 from numba import prange
 
 from kernels.parallel import parallel_kernel
-from kernels.semiring_ops import (ADD_ANY, add_op, dot_row, dot_slot, find_sorted, masked_row,
-                                  mul_op, pull_row)
+from kernels.semiring_ops import (ADD_ANY, ADD_PLUS, MUL_PAIR, add_op, dot_row, dot_slot,
+                                  find_sorted, masked_row, mul_op, pull_row)
 
 
 #: Blocks of rows of ``mxv_pull`` and ``masked_spgemm``, of about equal
@@ -143,6 +143,103 @@ def _use_table(i, a_ptr, m_ptr, min_row):
     return m_ptr[i + 1] - m_ptr[i] >= 2 and a_ptr[i + 1] - a_ptr[i] >= min_row
 
 
+#: A ``plus`` fold of this many ones or more is redone one term at a time
+#: (``_pair_value``): below it every value type holds the count exactly.
+EXACT_COUNT = 1 << 24
+
+
+@numba.njit(cache=True, inline="always")
+def _pair_value(c, add, onev):
+    """The fold of c > 0 terms equal to ``onev``: the count for ``plus``,
+    ``onev`` for every other monoid (c = 0: a value no one reads).  A float32 sum of ones stops growing at
+    2**24, so large counts repeat the fold the general path does (its cost
+    is of the order of the c table reads that found them)."""
+    if add != ADD_PLUS:
+        return onev
+    if c < EXACT_COUNT:
+        return c
+    acc = onev
+    for _ in range(c - 1):
+        acc = add_op(ADD_PLUS, acc, onev)
+    return acc
+
+
+@numba.njit(cache=True, inline="always")
+def _count_common(x_idx, p, pe, y_idx, q, qe):
+    """Ids common to the sorted runs ``x_idx[p:pe]`` and ``y_idx[q:qe]``:
+    each of x's ids searched in y's run (x's run the shorter by far), or a
+    merge when the runs are alike in length."""
+    c = 0
+    if 8 * (pe - p) < qe - q:
+        while p < pe and q < qe:
+            q = find_sorted(y_idx, q, qe, x_idx[p])
+            if q < qe and y_idx[q] == x_idx[p]:
+                c += 1
+                q += 1
+            p += 1
+        return c
+    while p < pe and q < qe:
+        kx = x_idx[p]
+        ky = y_idx[q]
+        c += kx == ky
+        p += kx <= ky
+        q += ky <= kx
+    return c
+
+
+# A block at a time, so not inlined: compiled once, called by both twins
+# of ``masked_dot`` once per block (docs/design.rst, "Working on the kernels").
+@numba.njit(cache=True, nogil=True)
+def _pair_rows(r0, r1, a_ptr, a_idx, bt_ptr, bt_idx, m_ptr, m_idx, m_ok, add, min_row, nk,
+               onev, out_val, hit):
+    """Rows r0 .. r1 - 1 of ``masked_dot`` for a ``pair`` multiply.
+
+    Every term is ``onev``, so a slot's value depends only on how many
+    terms it has (``_pair_value``): no values are read, and a row in the
+    position table counts a Bᵀ row's entries found there without a branch
+    per entry.  The table serves the rows that ``_use_table`` picks, and
+    every row when the k range ``nk`` is at most ``SMALL_K`` (a search
+    instead when A's row is 8 times shorter than Bᵀ's); other rows merge
+    or search (``_count_common``).  The table is made when the block first
+    needs it.
+    """
+    where = np.empty(0, np.int32)
+    for i in range(r0, r1):
+        lo = a_ptr[i]
+        hi = a_ptr[i + 1]
+        if lo == hi:
+            continue
+        # A small k range's table stays in cache: even a one-slot row
+        # reads it faster than it merges.
+        table = min_row == 1 or _use_table(i, a_ptr, m_ptr, min_row)
+        if table:
+            if where.size == 0:
+                where = np.full(nk, -1, np.int32)
+            for p in range(lo, hi):
+                where[a_idx[p]] = p - lo
+        for s in range(m_ptr[i], m_ptr[i + 1]):
+            if not m_ok[s]:
+                continue
+            j = m_idx[s]
+            q0 = bt_ptr[j]
+            q1 = bt_ptr[j + 1]
+            if table and 8 * (hi - lo) >= q1 - q0:
+                c = 0
+                for q in range(q0, q1):
+                    c += where[bt_idx[q]] >= 0
+            elif 8 * (q1 - q0) < hi - lo:
+                c = _count_common(bt_idx, q0, q1, a_idx, lo, hi)
+            else:
+                c = _count_common(a_idx, lo, hi, bt_idx, q0, q1)
+            # Stored whatever c, with no branch on it: a hit is a coin toss
+            # to the branch predictor.
+            out_val[s] = _pair_value(c, add, onev)
+            hit[s] = c > 0
+        if table:
+            for p in range(lo, hi):
+                where[a_idx[p]] = -1
+
+
 @numba.njit(cache=True, inline="always")
 def _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk, min_row):
     """Row bounds of ``nblk`` blocks of about equal estimated work.
@@ -183,9 +280,10 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
     Rows with two or more mask slots and ``TABLE_ROW`` entries or more (any
     entries at all when the k range is at most ``SMALL_K``) go through a
     position table of A's row (``_table_row``); others merge or search
-    (``dot_row``).  The rows are cut into ``DOT_BLOCKS`` blocks of
-    about equal work (``_dot_blocks``); a block makes one table, of the
-    size of the k range, when it first needs one.
+    (``dot_row``).  A ``pair`` multiply only counts terms (``_pair_rows``).
+    The rows are cut into ``DOT_BLOCKS`` blocks of about equal work
+    (``_dot_blocks``); a block makes one table, of the size of the k
+    range, when it first needs one.
     """
     n = a_ptr.size - 1
     out_val = np.empty(m_idx.size, one.dtype)
@@ -200,6 +298,10 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
     nblk = min(n, DOT_BLOCKS)
     bounds = _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk, min_row)
     for b in prange(nblk):
+        if mul == MUL_PAIR:
+            _pair_rows(bounds[b], bounds[b + 1], a_ptr, a_idx, bt_ptr, bt_idx, m_ptr, m_idx,
+                       m_ok, add, min_row, nk, onev, out_val, hit)
+            continue
         # Offsets in A's row (int32: half an int64 table's cache), made when
         # the block first meets a long row: short-row blocks never pay for it.
         where = np.empty(0, np.int32)
@@ -213,6 +315,27 @@ def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, 
                 dot_row(i, a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr,
                         m_idx, m_ok, add, mul, onev, out_val, hit)
     return out_val, hit
+
+
+@numba.njit(cache=True, nogil=True)
+def hit_positions(m_ptr, hit):
+    """(ptr, pos): the row pointer of the slots marked in ``hit`` (rows cut
+    by ``m_ptr``) and their positions, ascending: what a masked product's
+    result gathers its column ids and values with.  One pass, a store per
+    slot and the count advanced by its flag: whether a slot was hit is a
+    coin toss to the branch predictor.
+    """
+    n = m_ptr.size - 1
+    ptr = np.empty(n + 1, np.int64)
+    pos = np.empty(hit.size, np.int64)
+    f = 0
+    ptr[0] = 0
+    for i in range(n):
+        for s in range(m_ptr[i], m_ptr[i + 1]):
+            pos[f] = s
+            f += hit[s]
+        ptr[i + 1] = f
+    return ptr, pos[:f]
 
 
 @parallel_kernel(lambda a_ptr, a_idx, *rest: int(a_idx.size))

@@ -133,3 +133,31 @@ def test_device_path_seeds_the_same_pattern_under_a_cupy_stand_in():
             sys.modules.pop("cupy", None)
         else:
             sys.modules["cupy"] = saved
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_transpose_caches_its_pattern_on_the_source(calls, values):
+    """``A.T`` leaves the pattern it made on A (``product.transpose_pattern``'s
+    format): a second ``A.T`` sorts nothing and equals the first; a pattern
+    cached without its order does not serve a valued A's transpose."""
+    L, Ls = _lower(25, 0.3, 6, values=values)
+    if values:
+        product.transpose_pattern(L, order=False)  # a structural product's leftover
+        assert len(calls) == 1 and L._cache["transpose_pattern"][2] is None
+    first = L.T
+    n = len(calls)
+    second = L.T
+    assert len(calls) == n
+    want = Ls.T.toarray() if values else (Ls.T > 0).toarray()
+    for T in (first, second):
+        assert_canonical(T)
+        np.testing.assert_array_equal(T.to_dense(), want)
+    made = product.transpose_pattern(_fresh(L), order=True)
+    cached = L._cache["transpose_pattern"]
+    for got, ref in zip(cached[:2], made[:2]):
+        assert got.dtype == ref.dtype
+        np.testing.assert_array_equal(got, ref)
+    if values:
+        np.testing.assert_array_equal(cached[2], made[2])
+    else:
+        assert cached[2] is None
