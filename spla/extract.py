@@ -145,13 +145,7 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr, *, check=True):
     from spla.checks import fail
     func = "extract_blockwise"
     A = as_matrix(func, "A", A)
-    xp = A.xp
-    if check:
-        rows = xp.asarray(as_index_array(func, "rows", rows, A.nrows))
-        cols = xp.asarray(as_index_array(func, "cols", cols, A.ncols))
-    else:
-        rows = xp.asarray(rows).astype(np.int64, copy=False)
-        cols = xp.asarray(cols).astype(np.int64, copy=False)
+    rows, cols = _index_pair(func, A, rows, cols, check)
     row_ptr = _group_ptr(func, "row_ptr", row_ptr, rows.size)
     col_ptr = _group_ptr(func, "col_ptr", col_ptr, cols.size)
     if row_ptr.size != col_ptr.size:
@@ -232,12 +226,7 @@ def extract_values(A, rows, cols, *, fill=0, check=True):
         if backend.device_of(a) != "cpu" and A.device == "cpu":
             raise DeviceMismatch(f"{func}: argument '{arg}' is on {backend.device_of(a)}, A on "
                                  "cpu; move one of them")
-    if check:
-        rows = xp.asarray(as_index_array(func, "rows", rows, A.nrows))
-        cols = xp.asarray(as_index_array(func, "cols", cols, A.ncols))
-    else:
-        rows = xp.asarray(rows).astype(np.int64, copy=False)
-        cols = xp.asarray(cols).astype(np.int64, copy=False)
+    rows, cols = _index_pair(func, A, rows, cols, check)
     if rows.shape != cols.shape or rows.ndim != 1:
         fail(DimensionMismatch, func, "cols", f"a 1-D array of {rows.size} indices (as rows)",
              describe(cols))
@@ -253,3 +242,15 @@ def extract_values(A, rows, cols, *, fill=0, check=True):
     K = backend.kernels_for(A.device)
     return K.extract.extract_values(A.indptr, A.indices, vals, A.values is not None, rows, cols,
                                     xp.asarray(f))
+
+
+def _index_pair(func, A, rows, cols, check):
+    """``rows`` and ``cols`` as int64 arrays on A's device, checked against
+    A's shape unless the caller made them (``check=False``: on a GPU a
+    check is a blocking read)."""
+    xp = A.xp
+    if check:
+        return (xp.asarray(as_index_array(func, "rows", rows, A.nrows)),
+                xp.asarray(as_index_array(func, "cols", cols, A.ncols)))
+    return (xp.asarray(rows).astype(np.int64, copy=False),
+            xp.asarray(cols).astype(np.int64, copy=False))
