@@ -141,7 +141,8 @@ def extract_blockwise(A, rows, row_ptr, cols, col_ptr, *, check=True):
     """
     from kernels.common import KernelLimitError
     from spla.exceptions import InvalidCSR, DimensionMismatch, InvalidValue
-    from spla.structure import HOST_INDPTR, _group_ptr
+    from spla.matrix import HOST_INDPTR
+    from spla.structure import _group_ptr
     from spla.checks import fail
     func = "extract_blockwise"
     A = as_matrix(func, "A", A)

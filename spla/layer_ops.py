@@ -16,9 +16,8 @@ from spla import backend
 from spla.checks import describe, fail
 from spla.diagonal import _dense
 from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError
-from spla.structure import HOST_INDPTR
 from spla.arrays import narrow_indices
-from spla.matrix import Matrix
+from spla.matrix import HOST_INDPTR, Matrix
 
 
 def _kernels(device, name="layer_ops"):

@@ -24,6 +24,13 @@ from spla.optional import require
 from spla.util import row_ids
 
 
+#: ``Matrix._cache`` key of a host copy of the row pointer, kept by the
+#: operators that read it anyway (``extract_blockwise``): ``split_blocks``
+#: cuts by it, and the longest-row test of a product reads it, instead of
+#: reading the device's.
+HOST_INDPTR = "host_indptr"
+
+
 class Matrix:
     """A sparse matrix in canonical CSR form, on the CPU or a GPU.
 
@@ -85,7 +92,8 @@ class Matrix:
         return self
 
     @classmethod
-    def from_csr(cls, indptr, indices, values=None, shape=None, *, check=True, copy=True):
+    def from_csr(cls, indptr, indices, values=None, shape=None, *, check=True, copy=True,
+                 host_indptr=None):
         """A matrix from CSR arrays.
 
         Parameters
@@ -108,6 +116,12 @@ class Matrix:
             read-only views of the arrays given, and the caller promises
             never to modify them afterwards (a modified array leaves the
             matrix and its caches in disagreement).
+        host_indptr : numpy array, optional
+            A host copy of ``indptr`` for arrays on a GPU, kept with the
+            matrix: operators that need its row lengths on the host (a
+            product's longest row, ``split_blocks``) read it instead of the
+            device's, where each read is a blocking copy.  Compared with
+            ``indptr`` when ``check`` is True.
 
         Returns
         -------
@@ -117,7 +131,8 @@ class Matrix:
         ------
         InvalidCSR
             Inconsistent or non-canonical arrays (use ``from_coo`` to
-            canonicalise unsorted or duplicated entries).
+            canonicalise unsorted or duplicated entries), or a
+            ``host_indptr`` that differs from ``indptr``.
 
         Examples
         --------
@@ -135,10 +150,19 @@ class Matrix:
             indptr, indices = indptr.copy(), indices.copy()
             values = None if values is None else values.copy()
         if check:
-            return cls._new(*checked_csr(func, xp, indptr, indices, values, shape))
-        if shape is None:
-            shape = (indptr.size - 1, int(indices.max()) + 1 if indices.size else 0)
-        return cls._new(indptr, indices, values, shape)
+            M = cls._new(*checked_csr(func, xp, indptr, indices, values, shape))
+        else:
+            if shape is None:
+                shape = (indptr.size - 1, int(indices.max()) + 1 if indices.size else 0)
+            M = cls._new(indptr, indices, values, shape)
+        if host_indptr is not None:
+            host = np.array(host_indptr, np.int64)
+            if check and not np.array_equal(host, backend.to_host(M.indptr)):
+                fail(InvalidCSR, func, "host_indptr", "a host copy equal to indptr",
+                     f"{host.size} offsets that differ")
+            host.flags.writeable = False
+            M._cache[HOST_INDPTR] = host
+        return M
 
     @classmethod
     def from_coo(cls, rows, cols, values=None, shape=None, *, duplicates="sum"):

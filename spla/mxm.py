@@ -15,7 +15,7 @@ import numpy as np
 from spla import backend
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError
-from spla.matrix import Matrix
+from spla.matrix import HOST_INDPTR, Matrix
 from spla.semiring import as_semiring, plus_times
 
 
@@ -181,13 +181,12 @@ def _max_row_nnz(M):
     """The longest row's entry count, cached on the (immutable) matrix.
 
     Read from the host copy of the row pointer when the matrix keeps one
-    (``spla.structure.HOST_INDPTR``): on a GPU the device's is a blocking read.
+    (``spla.matrix.HOST_INDPTR``): on a GPU the device's is a blocking read.
     """
     if M.nrows == 0:
         return 0
     got = M._cache.get("max_row_nnz")
     if got is None:
-        from spla.structure import HOST_INDPTR  # structure imports this module
         host = M._cache.get(HOST_INDPTR)
         got = int((np.diff(host) if host is not None else M.xp.diff(M.indptr)).max())
         M._cache["max_row_nnz"] = got

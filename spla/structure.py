@@ -12,13 +12,9 @@ from spla.checks import describe, fail, index_dtype
 from spla.util import indptr_from_counts, row_ids
 from spla.exceptions import DimensionMismatch, InvalidValue
 from spla.arrays import narrow_indices
-from spla.matrix import Matrix
+from spla.matrix import HOST_INDPTR, Matrix
 from spla.mxm import as_matrix
 
-#: ``Matrix._cache`` key of a host copy of the row pointer, kept by the
-#: operators that read it anyway (``extract_blockwise``): ``split_blocks``
-#: cuts by it instead of reading the device's.
-HOST_INDPTR = "host_indptr"
 
 
 def transpose(A):

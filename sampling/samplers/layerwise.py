@@ -27,7 +27,6 @@ from spla.checks import check_weights
 from spla.extract import extract_values
 from spla.layer_ops import normalize_scaled_rows, reduce_row_groups
 from spla.matrix import Matrix
-from spla.structure import HOST_INDPTR
 
 from sampling.samplers.base import (Sampler, SamplerConfig, as_graph, graph_comm,
                            layer_sizes_tuple, stream_of)
@@ -277,11 +276,10 @@ class FastGCN(_LayerWise):
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp
         ptr = np.arange(k + 1, dtype=np.int64)
-        pick_row0 = Matrix.from_csr(xp.asarray(ptr), xp.asarray(np.zeros(k, np.int64)), None,
-                                    (k, 1), check=False, copy=False)
         # Its rows' lengths are known here: the fused path reads them from
         # the host copy, not from the device.
-        pick_row0._cache[HOST_INDPTR] = ptr
+        pick_row0 = Matrix.from_csr(xp.asarray(ptr), xp.asarray(np.zeros(k, np.int64)), None,
+                                    (k, 1), check=False, copy=False, host_indptr=ptr)
         # Lazy: sampled by the fused path from the one global row.
         return pick_row0 @ self._global, self._global, np.zeros(k, np.int64)
 

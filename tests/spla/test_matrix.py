@@ -396,3 +396,22 @@ def test_caller_edits_cannot_make_cached_prefix_sums_stale():
         S = spla.sample_rows(Q @ A, 2, seed=seed)
         assert S.nnz == 2 and (S.values > 0).all()       # no zero-weight pick
     assert A.values.tolist() == [1.0, 1.0, 1.0, 1.0]     # the matrix kept its weights
+
+
+def test_from_csr_keeps_a_host_indptr():
+    """host_indptr: a read-only host copy kept with the matrix and used for
+    its row lengths (a product's longest row) instead of the device's."""
+    from spla.exceptions import InvalidCSR
+    from spla.matrix import HOST_INDPTR
+    from spla.mxm import _max_row_nnz
+    ptr = np.array([0, 1, 3])
+    M = Matrix.from_csr(ptr, [1, 0, 1], [5.0, 6.0, 7.0], host_indptr=ptr)
+    kept = M._cache[HOST_INDPTR]
+    assert kept.tolist() == [0, 1, 3] and not kept.flags.writeable and kept is not ptr
+    ptr[1] = 2                                   # the caller's array is not the matrix's
+    assert _max_row_nnz(M) == 2
+    with pytest.raises(InvalidCSR, match="argument 'host_indptr' must be a host copy equal "
+                                         "to indptr; got 3 offsets that differ"):
+        Matrix.from_csr([0, 1, 3], [1, 0, 1], host_indptr=[0, 2, 3])
+    with pytest.raises(InvalidCSR, match="host_indptr"):
+        Matrix.from_csr([0, 1, 3], [1, 0, 1], host_indptr=[0, 1])
