@@ -15,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from test_layer_groups import _cuts, _same
+
 IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
 pytestmark = pytest.mark.skipif(
     not IN_SIM, reason="runs in the CUDA-simulator child of tests/kernels/test_cuda_kernels.py")
@@ -33,10 +35,6 @@ def cp():
         yield mod
 
 
-def _host(a):
-    return np.asarray(a.view(np.ndarray) if isinstance(a, np.ndarray) else a)
-
-
 def _csr(rng, nrows, ncols, n_long):
     """Sparse short rows and ``n_long`` rows of 5 to ``ncols`` entries."""
     dense = rng.random((nrows, ncols)) < 0.15
@@ -44,21 +42,6 @@ def _csr(rng, nrows, ncols, n_long):
         dense[r, rng.choice(ncols, rng.integers(5, ncols + 1), replace=False)] = True
     ptr = np.concatenate([[0], np.cumsum(dense.sum(1))]).astype(np.int64)
     return ptr, np.nonzero(dense)[1].astype(np.int32), dense
-
-
-def _cuts(rng, total, groups):
-    cuts = np.sort(rng.integers(0, total + 1, groups - 1))
-    return np.concatenate([[0], cuts, [total]]).astype(np.int64)
-
-
-def _same(got, want, what):
-    assert len(got) == len(want), what
-    for g, w in zip(got, want):
-        if isinstance(w, (int, np.integer)):
-            assert int(g) == int(w), what
-        else:
-            g = _host(g)
-            assert g.dtype == np.asarray(w).dtype and np.array_equal(g, w), (what, g, w)
 
 
 def _small_sorts(monkeypatch, small):
