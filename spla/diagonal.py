@@ -28,6 +28,20 @@ def _dense(func, d):
     return d
 
 
+def column_scale(func, name, M, d):
+    """``d`` as the dense column scale of matrix argument ``name`` (``M``),
+    checked: ``M`` a Matrix, ``d`` real, 1-D, of length ``M.ncols``, on M's device."""
+    if not isinstance(M, Matrix):
+        fail(DTypeError, func, name, "a spla.Matrix", describe(M))
+    d = _dense(func, d)
+    if d.size != M.ncols:
+        fail(DimensionMismatch, func, "d", f"length {name}.ncols = {M.ncols}", describe(d))
+    if backend.device_of(d) != M.device:
+        raise DeviceMismatch(f"{func}: argument 'd' is on {backend.device_of(d)}, {name} on "
+                             f"{M.device}; move one of them")
+    return d
+
+
 def diag(d):
     """The ``n x n`` diagonal matrix with ``d`` on its diagonal (zeros kept as entries).
 
@@ -81,14 +95,7 @@ def scale_columns(M, d):
            [ 0. ,  1.5]])
     """
     func = "scale_columns"
-    if not isinstance(M, Matrix):
-        fail(DTypeError, func, "M", "a spla.Matrix", describe(M))
-    d = _dense(func, d)
-    if d.size != M.ncols:
-        fail(DimensionMismatch, func, "d", f"length M.ncols = {M.ncols}", describe(d))
-    if backend.device_of(d) != M.device:
-        raise DeviceMismatch(f"{func}: argument 'd' is on {backend.device_of(d)}, M on "
-                             f"{M.device}; move one of them")
+    d = column_scale(func, "M", M, d)
     if M.values is None:
         vals = d[M.indices]
     else:

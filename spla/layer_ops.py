@@ -14,8 +14,8 @@ import numpy as np
 
 from spla import backend
 from spla.checks import describe, fail
-from spla.diagonal import _dense
-from spla.exceptions import DeviceMismatch, DimensionMismatch, DTypeError
+from spla.diagonal import column_scale
+from spla.exceptions import DTypeError
 from spla.arrays import narrow_indices
 from spla.matrix import HOST_INDPTR, Matrix
 
@@ -62,14 +62,7 @@ def normalize_scaled_rows(A, d):
     from spla.diagonal import scale_columns
     from spla.elementwise import normalize_rows, reduce_rowwise
     func = "normalize_scaled_rows"
-    if not isinstance(A, Matrix):
-        fail(DTypeError, func, "A", "a spla.Matrix", describe(A))
-    d = _dense(func, d)
-    if d.size != A.ncols:
-        fail(DimensionMismatch, func, "d", f"length A.ncols = {A.ncols}", describe(d))
-    if backend.device_of(d) != A.device:
-        raise DeviceMismatch(f"{func}: argument 'd' is on {backend.device_of(d)}, A on "
-                             f"{A.device}; move one of them")
+    d = column_scale(func, "A", A, d)
     dt = d.dtype if A.values is None else np.result_type(A.dtype, d.dtype)
     if dt.kind != "f":
         # Integer products are exact: the composition's float64 division is all.
