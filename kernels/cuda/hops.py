@@ -6,7 +6,7 @@ selection ``Q @ A`` followed by ``compact_columns_blockwise`` computes: per
 row ``i`` (vertex ``v`` of group ``g``) up to ``W`` picks of row ``v`` of A,
 keyed by ``row_key(seed, stream, group_ids[g] * n + v)``; then, per group,
 the frontier's vertices followed by the picked columns in order of first
-appearance become the group's new columns.  Here that is four device steps
+appearance become the group's new columns.  Here that is five device steps
 per hop and no host read:
 
 1. ``_hop_sample`` (a thread per row) draws the row's picks with the very
@@ -16,14 +16,19 @@ per hop and no host read:
    position* of the column in its group.  A group's sequence positions are
    laid out as ``compact_columns_blockwise`` orders them: its rows' own
    vertices first, then each row's slots, row by row.
-2. ``_hop_flags`` (a thread per row) marks each occurrence that is its
+2. ``_hop_flags`` (a thread per sequence position) marks each occurrence that is its
    column's first (a *head*) and each real pick, packed in one int64 per
    sequence position (heads in the low 32 bits, picks in the high 32).
 3. One inclusive scan of those flags numbers, at once, every head within
    the bulk (its new column) and every pick (its entry in the output CSR).
-4. ``_hop_emit`` (a thread per row) writes the block's row pointers (local to
-   each group), its local column ids sorted within the row, the next
-   frontier (the heads' columns, group by group) and the per-group pointers.
+4. ``_hop_emit`` (a thread per sequence position) writes the block's row
+   pointers (local to each group), its local column ids, the next frontier
+   (the heads' columns, group by group) and the per-group pointers;
+5. ``_hop_sort`` (a thread per row) sorts each row's local column ids.
+
+Steps 2 and 4 give a thread to each sequence position rather than to each
+row: their work per position is a random read of the table or of the scan,
+and a row's ``W`` such reads in one thread would each wait for the last.
 
 The table is either dense (``G * n`` slots, one per (group, column)) or an
 open-addressing hash table; a hop's entries carry a stamp in their high bits
@@ -198,9 +203,12 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
 def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flags, over, bad):
     """Step 2: the packed head and pick flags of every sequence position
     (zero past the last row, up to the capacity the scan covers), and each
-    pick's head position.  A frontier vertex that is not its column's head
-    appeared earlier in its group: a repeated seed (bit 2 of ``bad``; the
-    later hops' frontiers are distinct by construction)."""
+    pick's head position.  A thread per sequence position, not per row:
+    each position's table lookup is a random read, and a row's ``W`` of
+    them in one thread would wait on each other.  A frontier vertex that
+    is not its column's head appeared earlier in its group: a repeated seed
+    (bit 2 of ``bad``; the later hops' frontiers are distinct by
+    construction)."""
     if over[0] != 0:
         return
     G = gp.size - 1
@@ -208,48 +216,107 @@ def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flag
     w1 = W + 1
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    for i in range(start, cap, stride):
-        if i >= F:
-            for q in range(i * w1, (i + 1) * w1):
-                flags[q] = 0
+    for q in range(start, cap * w1, stride):
+        if q >= F * w1:
+            flags[q] = 0
             continue
-        g = _group(gp, i)
+        g = _group(gp, q // w1)
         base = gp[g] * w1
         size = gp[g + 1] - gp[g]
-        r = i - gp[g]
-        gk = g * n
-        sp = base + r
-        s = _find(keys, bits, gk + fr[i])
+        off = q - base
+        if off < size:  # the group's row ``off``: its own vertex
+            i = gp[g] + off
+            c = fr[i]
+        else:
+            r = (off - size) // W
+            t = off - size - r * W
+            i = gp[g] + r
+            if t >= ncnt[i]:
+                flags[q] = 0
+                continue
+            c = col[i * W + t]
+        s = _find(keys, bits, g * n + c)
         if s < 0:
             over[0] = 1
             return
         h = tags[s] - stamp
-        flags[sp] = 1 if h == sp else 0
-        if h != sp:
-            cuda.atomic.or_(bad, 0, BAD_REPEAT)
-        ent = base + size + r * W
-        o = i * W
-        d = ncnt[i]
-        for t in range(W):
-            q = ent + t
-            if t < d:
-                s = _find(keys, bits, gk + col[o + t])
-                if s < 0:
-                    over[0] = 1
-                    return
-                h = tags[s] - stamp
-                hpos[o + t] = h
-                flags[q] = (1 if h == q else 0) + PICK
-            else:
-                flags[q] = 0
+        if off < size:
+            flags[q] = 1 if h == q else 0
+            if h != q:
+                cuda.atomic.or_(bad, 0, BAD_REPEAT)
+        else:
+            hpos[i * W + t] = h
+            flags[q] = (1 if h == q else 0) + PICK
 
 
 @cuda.jit(cache=True)
 def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx, bval,
               kept, kp, ep, over):
-    """Step 4: the block (local row pointers, local column ids sorted per
-    row, values), the next frontier (heads' columns) and the group pointers.
-    More heads than ``kept`` holds sets ``over``."""
+    """Step 4: a thread per sequence position writes the block (local row
+    pointers, local column ids, values; a row's columns are sorted by
+    ``_hop_sort``), the next frontier (heads' columns) and the group
+    pointers.  More heads than ``kept`` holds sets ``over``."""
+    if over[0] != 0:
+        return
+    G = gp.size - 1
+    F = gp[G]
+    w1 = W + 1
+    with_vals = has_vals != 0
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for q in range(start, F * w1, stride):
+        g = _group(gp, q // w1)
+        base = gp[g] * w1
+        size = gp[g + 1] - gp[g]
+        off = q - base
+        x0 = incl[base] - flags[base]
+        k0 = x0 & LOW
+        e0 = x0 >> 32
+        x = incl[q] - flags[q]  # heads and picks before this position
+        if off < size:  # the group's row ``off``: its own vertex and row pointer
+            r = off
+            i = gp[g] + r
+            if flags[q] & LOW:
+                nid = x & LOW
+                if nid >= kept.size:
+                    over[0] = 1
+                    return
+                kept[nid] = fr[i]
+            ent = base + size + r * W
+            bptr[i + g] = ((incl[ent] - flags[ent]) >> 32) - e0
+            if r == 0:
+                kp[g] = k0
+                ep[g] = e0
+            if r == size - 1:
+                x1 = incl[base + size * w1 - 1]
+                bptr[gp[g + 1] + g] = (x1 >> 32) - e0
+                if g == G - 1:
+                    kp[G] = x1 & LOW
+                    ep[G] = x1 >> 32
+            continue
+        r = (off - size) // W
+        t = off - size - r * W
+        i = gp[g] + r
+        if t >= ncnt[i]:
+            continue
+        o = i * W + t
+        h = hpos[o]
+        nid = (incl[h] - flags[h]) & LOW
+        if h == q:
+            if nid >= kept.size:
+                over[0] = 1
+                return
+            kept[nid] = col[o]
+        e = x >> 32
+        bidx[e] = nid - k0
+        if with_vals:
+            bval[e] = pv[o]
+
+
+@cuda.jit(cache=True)
+def _hop_sort(gp, W, has_vals, ncnt, flags, incl, bidx, bval, over):
+    """Step 5: each row's local column ids sorted (with their values), a
+    thread per row."""
     if over[0] != 0:
         return
     G = gp.size - 1
@@ -259,49 +326,16 @@ def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx,
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, F, stride):
-        g = _group(gp, i)
-        base = gp[g] * w1
-        size = gp[g + 1] - gp[g]
-        r = i - gp[g]
-        x0 = incl[base] - flags[base]
-        k0 = x0 & LOW
-        e0 = x0 >> 32
-        sp = base + r
-        if flags[sp] & LOW:
-            nid = (incl[sp] - flags[sp]) & LOW
-            if nid >= kept.size:
-                over[0] = 1
-                return
-            kept[nid] = fr[i]
-        ent = base + size + r * W
-        e = (incl[ent] - flags[ent]) >> 32
-        bptr[i + g] = e - e0
-        o = i * W
         d = ncnt[i]
-        for t in range(d):
-            h = hpos[o + t]
-            nid = (incl[h] - flags[h]) & LOW
-            if h == ent + t:
-                if nid >= kept.size:
-                    over[0] = 1
-                    return
-                kept[nid] = col[o + t]
-            bidx[e + t] = nid - k0
-            if with_vals:
-                bval[e + t] = pv[o + t]
+        if d < 2:
+            continue
+        g = _group(gp, i)
+        ent = gp[g] * w1 + (gp[g + 1] - gp[g]) + (i - gp[g]) * W
+        e = (incl[ent] - flags[ent]) >> 32
         if with_vals:
             sort_pairs(bidx, bval, e, e + d)
         else:
             sort_range(bidx, e, e + d)
-        if r == 0:
-            kp[g] = k0
-            ep[g] = e0
-        if r == size - 1:
-            x1 = incl[base + size * w1 - 1]
-            bptr[gp[g + 1] + g] = (x1 >> 32) - e0
-            if g == G - 1:
-                kp[G] = x1 & LOW
-                ep[G] = x1 >> 32
 
 
 def fusable(ks, replace=False, weighted=False, n=0):
@@ -482,7 +516,7 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
                keys, tags, np.int64(bits), stamp, col, pv, ncnt, over, bad)
         hpos = xp.empty(cap * W, np.int64)
         flags = xp.empty(cap * w1, np.int64)
-        launch(_hop_flags, cap, fr, gp, np.int64(n), np.int64(W), np.int64(cap), keys, tags,
+        launch(_hop_flags, cap * w1, fr, gp, np.int64(n), np.int64(W), np.int64(cap), keys, tags,
                np.int64(bits), stamp, col, ncnt, hpos, flags, over, bad)
         incl = scan(xp, flags)
         next_cap = caps[h + 1] if not exact else min(cap * w1, G * n)
@@ -491,8 +525,10 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
         bval = xp.empty(cap * W, value_dtype) if has_vals else empty_v
         kept = xp.empty(next_cap, np.int64)
         kp = sizes[h, 0]
-        launch(_hop_emit, cap, fr, gp, np.int64(W), col, pv, np.int64(has_vals), ncnt, hpos,
-               flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1], over)
+        launch(_hop_emit, cap * w1, fr, gp, np.int64(W), col, pv, np.int64(has_vals), ncnt,
+               hpos, flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1], over)
+        launch(_hop_sort, cap, gp, np.int64(W), np.int64(has_vals), ncnt, flags, incl, bidx,
+               bval, over)
         raw.append((bptr, bidx, bval if has_vals else None, fr, kept))
         fr, gp = kept, kp
         if exact and h + 1 < L:
