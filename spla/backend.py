@@ -146,6 +146,43 @@ def concatenate(arrays, dtype=np.int64):
     return xp_of_array(arrays[0]).concatenate(arrays)
 
 
+def views(arr, starts, stops):
+    """The views ``arr[starts[g]:stops[g]]`` of a 1-D array, for every ``g``.
+
+    A bulk of sampled minibatches is cut into hundreds of per-minibatch
+    views after its one read, and that cutting is host time the bulk waits
+    on: a cupy array's views are built straight over its memory (about
+    two-thirds of a slice's host time on cupy 14), a numpy array's (or any
+    other's) sliced.
+
+    Parameters
+    ----------
+    arr : numpy or cupy array, 1-D
+    starts, stops : sequences of int
+        The bounds, ``0 <= starts[g] <= stops[g] <= arr.size`` (not checked:
+        callers pass pointers they computed).
+
+    Returns
+    -------
+    list of arrays
+        Views sharing ``arr``'s memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spla.backend import views
+    >>> [v.tolist() for v in views(np.arange(6), [0, 2, 2], [2, 2, 6])]
+    [[0, 1], [], [2, 3, 4, 5]]
+    """
+    mem = getattr(getattr(arr, "data", None), "mem", None)
+    cp = sys.modules.get("cupy")
+    if mem is None or cp is None or arr.ndim != 1 or not arr.flags.c_contiguous:
+        return [arr[a:b] for a, b in zip(starts, stops)]
+    nd, pointer, dtype, item = cp.ndarray, cp.cuda.MemoryPointer, arr.dtype, arr.itemsize
+    offset = arr.data.ptr - mem.ptr
+    return [nd((b - a,), dtype, pointer(mem, offset + a * item)) for a, b in zip(starts, stops)]
+
+
 #: ``cudaHostAllocPortable | cudaHostAllocMapped``: pinned pages every context
 #: sees, mapped into the device's address space.
 _HOST_ALLOC_FLAGS = 1 | 2

@@ -288,10 +288,13 @@ def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
         # Python ints once per hop: a bulk makes a block per group and hop,
         # and the host's time per block is what large bulks wait on.
         d, e, s = dp.tolist(), ep.tolist(), sp.tolist()
-        blocks = [new(bptr[d[g] + g:d[g + 1] + g + 1], bidx[e[g]:e[g + 1]],
-                      None if bval is None else bval[e[g]:e[g + 1]],
-                      (d[g + 1] - d[g], s[g + 1] - s[g]))
-                  for g in range(len(d) - 1)]
+        G = len(d) - 1
+        ptrs = backend.views(bptr, [d[g] + g for g in range(G)],
+                             [d[g + 1] + g + 1 for g in range(G)])
+        idxs = backend.views(bidx, e[:-1], e[1:])
+        vals = [None] * G if bval is None else backend.views(bval, e[:-1], e[1:])
+        blocks = [new(ptrs[g], idxs[g], vals[g], (d[g + 1] - d[g], s[g + 1] - s[g]))
+                  for g in range(G)]
         layers.append((blocks, dst, dp, src, sp))
     return layers
 

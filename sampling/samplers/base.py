@@ -510,19 +510,20 @@ def assemble(layers, ids, graph=None):
     """
     from spla import split_blocks
     per_group = [[] for _ in ids]
-    views = {}  # a layer's sources are often the next layer's destinations: slice once
+    cuts = {}  # a layer's sources are often the next layer's destinations: cut once
 
-    def cut(arr, ptr, g):
-        key = (id(arr), ptr[g], ptr[g + 1])
-        view = views.get(key)
-        if view is None:
-            view = views[key] = arr[ptr[g]:ptr[g + 1]]
-        return view
+    def cut(arr, ptr):
+        key = (id(arr), tuple(ptr))
+        found = cuts.get(key)
+        if found is None:
+            found = cuts[key] = backend.views(arr, ptr[:-1], ptr[1:])
+        return found
 
     for adj, dst, dst_ptr, src, src_ptr in reversed(layers):  # input layer first
         dp = backend.to_host(dst_ptr).tolist()
         sp = backend.to_host(src_ptr).tolist()
         blocks = adj if isinstance(adj, list) else split_blocks(adj, dp, sp, check=False)
+        dsts, srcs = cut(dst, dp), cut(src, sp)
         for g in range(len(ids)):
-            per_group[g].append(Block(blocks[g], cut(dst, dp, g), cut(src, sp, g)))
+            per_group[g].append(Block(blocks[g], dsts[g], srcs[g]))
     return [MiniBatch(bl, index=i, graph=graph) for bl, i in zip(per_group, ids)]
