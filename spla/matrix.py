@@ -527,10 +527,14 @@ class Matrix:
         memory : {'device', 'host'}, default 'device'
             For 'cuda': the GPU's own memory, or pinned host memory mapped
             into the GPU's address space (``spla.backend.to_mapped_host``):
-            the GPU kernels then read the matrix over the host-device link,
-            so a graph larger than the GPU's memory can still be sampled
-            there, more slowly.  Every operator gives the same results
-            either way.
+            the GPU kernels then read the matrix's column indices and
+            values (its nnz-sized arrays) over the host-device link, so a
+            graph larger than the GPU's memory can still be sampled there,
+            more slowly.  The row pointer (``nrows + 1`` integers) goes to
+            device memory either way: every row a kernel visits reads it,
+            and over the link those reads would cost as much as the
+            sampled entries themselves.  Every operator gives the same
+            results either way.
 
         Examples
         --------
@@ -556,7 +560,9 @@ class Matrix:
             cp = backend.require_cupy(func)
             conv = cp.asarray
         vals = None if self._values is None else conv(self._values)
-        return Matrix._new(conv(self._indptr), conv(self._indices), vals, self._shape)
+        ptr = conv(self._indptr) if memory == "device" else backend.require_cupy(func).asarray(
+            self._indptr)
+        return Matrix._new(ptr, conv(self._indices), vals, self._shape)
 
     def isequal(self, other):
         """Same shape, pattern, dtype and values (exact comparison).

@@ -328,15 +328,19 @@ def test_sim_layerwise_gpu_equals_cpu(cp, sampler):
 
 
 def test_sim_graph_in_mapped_host_memory(cp):
-    """``to('cuda', memory='host')``: the arrays sit in (stand-in) pinned host
-    memory, copied there byte for byte, and sample as the device copy does."""
+    """``to('cuda', memory='host')``: the column indices and values sit in
+    (stand-in) pinned host memory, copied there byte for byte, the row pointer
+    in device memory, and the graph samples as the device copy does."""
     import fake_cupy
     from sampling import GraphSAGE
     _, W = _graph(seed=8)
     before = fake_cupy.STATS.get("mapped", 0)
     H = W.to("cuda", memory="host")
-    assert fake_cupy.STATS.get("mapped", 0) - before >= W.indptr.nbytes + W.indices.nbytes
+    assert fake_cupy.STATS.get("mapped", 0) - before >= W.indices.nbytes + W.values.nbytes
     assert any(H.indices.ctypes.data == ptr for ptr in fake_cupy._HOST)
+    assert any(H.values.ctypes.data == ptr for ptr in fake_cupy._HOST)
+    assert not any(H.indptr.ctypes.data == ptr for ptr in fake_cupy._HOST)
+    assert isinstance(H.indptr, cp.ndarray)
     assert H.to("cpu").isequal(W)
     seeds = _seeds(W.nrows)
     want = GraphSAGE(W, [3, 2], weighted=True).sample(seeds, seed=5)
