@@ -358,6 +358,13 @@ def _host_costs(cupy, reps=3000):
     clock("cupy 1-D slice a[i:j]", lambda i: a[i:i + 100])
     clock("cupy.ndarray over a pointer", lambda i: cupy.ndarray(
         (100,), np.int64, a.data + 8 * i))
+    starts = list(range(0, 25600, 100))
+    stops = [x + 100 for x in starts]
+    t0 = time.perf_counter()
+    for _ in range(reps // 256):
+        spla.backend.views(a, starts, stops)
+    costs["spla.backend.views, per view (256 at once)"] = (
+        (time.perf_counter() - t0) / (reps // 256 * 256))
     ptr, idx = a[:11], a[:100]
     clock("Matrix.from_csr(check=False, copy=False)", lambda i: spla.Matrix.from_csr(
         ptr, idx, None, (10, 10), check=False, copy=False))
@@ -504,6 +511,7 @@ def trace(cupy, out, G):
     cases = [(f"GraphSAGE [15, 10, 5], bulk {k}", sampling.GraphSAGE(G, [15, 10, 5]),
               batches[:k]) for k in (1, 16, 256)]
     cases += [("LADIES [512, 512], bulk 16", sampling.LADIES(G, [512, 512]), batches[:16]),
+              ("LADIES [512, 512], bulk 1", sampling.LADIES(G, [512, 512]), batches[:1]),
               ("FastGCN [512, 512], bulk 1", sampling.FastGCN(G, [512, 512]), batches[:1])]
     for name, s, bs in cases:
         s.sample(bs, seed=1)
