@@ -313,16 +313,26 @@ def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx,
             bval[e] = pv[o]
 
 
+#: Rows of up to this many picks are sorted in a thread's local memory
+#: (cached in L1, write-back), longer ones in place in global memory.
+LOCAL_SORT = 32
+
+
 @cuda.jit(cache=True)
-def _hop_sort(gp, W, has_vals, ncnt, flags, incl, bidx, bval, over):
+def _hop_sort(gp, W, has_vals, ncnt, flags, incl, pv, bidx, bval, over):
     """Step 5: each row's local column ids sorted (with their values), a
-    thread per row."""
+    thread per row.  A row of up to ``LOCAL_SORT`` picks is loaded into
+    local arrays, sorted there with its slot order, and written back once
+    (its values gathered from ``pv`` in the sorted order): sorting in place
+    in global memory costs a store per exchange, each a round trip to L2."""
     if over[0] != 0:
         return
     G = gp.size - 1
     F = gp[G]
     w1 = W + 1
     with_vals = has_vals != 0
+    keys = cuda.local.array(LOCAL_SORT, np.int64)
+    slot = cuda.local.array(LOCAL_SORT, np.int32)
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, F, stride):
@@ -332,10 +342,26 @@ def _hop_sort(gp, W, has_vals, ncnt, flags, incl, bidx, bval, over):
         g = _group(gp, i)
         ent = gp[g] * w1 + (gp[g + 1] - gp[g]) + (i - gp[g]) * W
         e = (incl[ent] - flags[ent]) >> 32
-        if with_vals:
-            sort_pairs(bidx, bval, e, e + d)
-        else:
-            sort_range(bidx, e, e + d)
+        if d > LOCAL_SORT:
+            if with_vals:
+                sort_pairs(bidx, bval, e, e + d)
+            else:
+                sort_range(bidx, e, e + d)
+            continue
+        for t in range(d):
+            c = np.int64(bidx[e + t])
+            u = t - 1
+            while u >= 0 and keys[u] > c:
+                keys[u + 1] = keys[u]
+                slot[u + 1] = slot[u]
+                u -= 1
+            keys[u + 1] = c
+            slot[u + 1] = t
+        o = i * W
+        for t in range(d):
+            bidx[e + t] = keys[t]
+            if with_vals:
+                bval[e + t] = pv[o + slot[t]]
 
 
 def fusable(ks, replace=False, weighted=False, n=0):
@@ -527,8 +553,8 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
         kp = sizes[h, 0]
         launch(_hop_emit, cap * w1, fr, gp, np.int64(W), col, pv, np.int64(has_vals), ncnt,
                hpos, flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1], over)
-        launch(_hop_sort, cap, gp, np.int64(W), np.int64(has_vals), ncnt, flags, incl, bidx,
-               bval, over)
+        launch(_hop_sort, cap, gp, np.int64(W), np.int64(has_vals), ncnt, flags, incl, pv,
+               bidx, bval, over)
         raw.append((bptr, bidx, bval if has_vals else None, fr, kept))
         fr, gp = kept, kp
         if exact and h + 1 < L:

@@ -96,6 +96,24 @@ def test_sim_graphsage_gpu_equals_cpu(cp, mode):
     assert_same_minibatches(got, want)
 
 
+@pytest.mark.parametrize("kw", [dict(fanouts=[40, 20], weighted=True),
+                                dict(fanouts=[100, 20], replace=True),
+                                dict(fanouts=[40, 20])])
+def test_sim_graphsage_wide_rows_gpu_equals_cpu(cp, kw):
+    """Rows of more picks than a thread sorts in local memory (``LOCAL_SORT``,
+    32) and of fewer, with their values: the GPU's blocks are the CPU's."""
+    from kernels.cuda.hops import LOCAL_SORT
+    from sampling import GraphSAGE
+    A, W = _graph(n=60, m=6000, seed=4)
+    G = W if kw.get("weighted") else A
+    assert int(np.diff(A.indptr).max()) > 40 > LOCAL_SORT
+    seeds = _seeds(A.nrows, k=2, b=6)
+    want = GraphSAGE(G, **kw).sample(seeds, seed=5)
+    got = GraphSAGE(G.to("cuda"), **kw).sample([cp.asarray(s) for s in seeds], seed=5)
+    assert max(int(np.diff(_host(b.adj.indptr)).max()) for b in got[0].blocks) > LOCAL_SORT
+    assert_same_minibatches(got, want)
+
+
 def test_sim_graphsage_one_minibatch_equals_its_bulk(cp):
     from sampling import GraphSAGE
     A, _ = _graph()
