@@ -6,7 +6,7 @@ selection ``Q @ A`` followed by ``compact_columns_blockwise`` computes: per
 row ``i`` (vertex ``v`` of group ``g``) up to ``W`` picks of row ``v`` of A,
 keyed by ``row_key(seed, stream, group_ids[g] * n + v)``; then, per group,
 the frontier's vertices followed by the picked columns in order of first
-appearance become the group's new columns.  Here that is five device steps
+appearance become the group's new columns.  Here that is four device steps
 per hop and no host read:
 
 1. ``_hop_sample`` (a thread per row) draws the row's picks with the very
@@ -16,19 +16,23 @@ per hop and no host read:
    position* of the column in its group.  A group's sequence positions are
    laid out as ``compact_columns_blockwise`` orders them: its rows' own
    vertices first, then each row's slots, row by row.
-2. ``_hop_flags`` (a thread per sequence position) marks each occurrence that is its
-   column's first (a *head*) and each real pick, packed in one int64 per
-   sequence position (heads in the low 32 bits, picks in the high 32).
+2. ``_hop_flags`` (a thread per sequence position) marks each occurrence
+   that is its column's first (a *head*) and each real pick, packed in one
+   int64 per sequence position (heads in the low 32 bits, picks in the
+   high 32).
 3. One inclusive scan of those flags numbers, at once, every head within
    the bulk (its new column) and every pick (its entry in the output CSR).
-4. ``_hop_emit`` (a thread per sequence position) writes the block's row
-   pointers (local to each group), its local column ids, the next frontier
-   (the heads' columns, group by group) and the per-group pointers;
-5. ``_hop_sort`` (a thread per row) sorts each row's local column ids.
+4. ``_hop_emit`` (a thread per row) writes the block's row pointers (local to
+   each group), its local column ids sorted within the row, the next
+   frontier (the heads' columns, group by group) and the per-group pointers.
 
-Steps 2 and 4 give a thread to each sequence position rather than to each
-row: their work per position is a random read of the table or of the scan,
-and a row's ``W`` such reads in one thread would each wait for the last.
+Step 2 gives a thread to each sequence position rather than to each row:
+its work per position is a random read of the table, and a row's ``W``
+such reads in one thread would each wait for the last (on an H200, 2.4 to
+2.6 times less time for this step in bulks of 1 to 256).  Step 4 keeps a
+thread per row, which also sorts the row: a thread per position followed
+by a sorting step took longer in all, at every bulk size measured
+(``docs/design.rst``).
 
 The table is either dense (``G * n`` slots, one per (group, column)) or an
 open-addressing hash table; a hop's entries carry a stamp in their high bits
@@ -252,116 +256,61 @@ def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flag
 @cuda.jit(cache=True)
 def _hop_emit(fr, gp, W, col, pv, has_vals, ncnt, hpos, flags, incl, bptr, bidx, bval,
               kept, kp, ep, over):
-    """Step 4: a thread per sequence position writes the block (local row
-    pointers, local column ids, values; a row's columns are sorted by
-    ``_hop_sort``), the next frontier (heads' columns) and the group
-    pointers.  More heads than ``kept`` holds sets ``over``."""
+    """Step 4: the block (local row pointers, local column ids sorted per
+    row, values), the next frontier (heads' columns) and the group pointers.
+    More heads than ``kept`` holds sets ``over``."""
     if over[0] != 0:
         return
     G = gp.size - 1
     F = gp[G]
     w1 = W + 1
     with_vals = has_vals != 0
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for q in range(start, F * w1, stride):
-        g = _group(gp, q // w1)
-        base = gp[g] * w1
-        size = gp[g + 1] - gp[g]
-        off = q - base
-        x0 = incl[base] - flags[base]
-        k0 = x0 & LOW
-        e0 = x0 >> 32
-        x = incl[q] - flags[q]  # heads and picks before this position
-        if off < size:  # the group's row ``off``: its own vertex and row pointer
-            r = off
-            i = gp[g] + r
-            if flags[q] & LOW:
-                nid = x & LOW
-                if nid >= kept.size:
-                    over[0] = 1
-                    return
-                kept[nid] = fr[i]
-            ent = base + size + r * W
-            bptr[i + g] = ((incl[ent] - flags[ent]) >> 32) - e0
-            if r == 0:
-                kp[g] = k0
-                ep[g] = e0
-            if r == size - 1:
-                x1 = incl[base + size * w1 - 1]
-                bptr[gp[g + 1] + g] = (x1 >> 32) - e0
-                if g == G - 1:
-                    kp[G] = x1 & LOW
-                    ep[G] = x1 >> 32
-            continue
-        r = (off - size) // W
-        t = off - size - r * W
-        i = gp[g] + r
-        if t >= ncnt[i]:
-            continue
-        o = i * W + t
-        h = hpos[o]
-        nid = (incl[h] - flags[h]) & LOW
-        if h == q:
-            if nid >= kept.size:
-                over[0] = 1
-                return
-            kept[nid] = col[o]
-        e = x >> 32
-        bidx[e] = nid - k0
-        if with_vals:
-            bval[e] = pv[o]
-
-
-#: Rows of up to this many picks are sorted in a thread's local memory
-#: (cached in L1, write-back), longer ones in place in global memory.
-LOCAL_SORT = 32
-
-
-@cuda.jit(cache=True)
-def _hop_sort(gp, W, has_vals, ncnt, flags, incl, pv, bidx, bval, over):
-    """Step 5: each row's local column ids sorted (with their values), a
-    thread per row.  A row of up to ``LOCAL_SORT`` picks is loaded into
-    local arrays, sorted there with its slot order, and written back once
-    (its values gathered from ``pv`` in the sorted order): sorting in place
-    in global memory costs a store per exchange, each a round trip to L2."""
-    if over[0] != 0:
-        return
-    G = gp.size - 1
-    F = gp[G]
-    w1 = W + 1
-    with_vals = has_vals != 0
-    keys = cuda.local.array(LOCAL_SORT, np.int64)
-    slot = cuda.local.array(LOCAL_SORT, np.int32)
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     for i in range(start, F, stride):
-        d = ncnt[i]
-        if d < 2:
-            continue
         g = _group(gp, i)
-        ent = gp[g] * w1 + (gp[g + 1] - gp[g]) + (i - gp[g]) * W
+        base = gp[g] * w1
+        size = gp[g + 1] - gp[g]
+        r = i - gp[g]
+        x0 = incl[base] - flags[base]
+        k0 = x0 & LOW
+        e0 = x0 >> 32
+        sp = base + r
+        if flags[sp] & LOW:
+            nid = (incl[sp] - flags[sp]) & LOW
+            if nid >= kept.size:
+                over[0] = 1
+                return
+            kept[nid] = fr[i]
+        ent = base + size + r * W
         e = (incl[ent] - flags[ent]) >> 32
-        if d > LOCAL_SORT:
-            if with_vals:
-                sort_pairs(bidx, bval, e, e + d)
-            else:
-                sort_range(bidx, e, e + d)
-            continue
-        for t in range(d):
-            c = np.int64(bidx[e + t])
-            u = t - 1
-            while u >= 0 and keys[u] > c:
-                keys[u + 1] = keys[u]
-                slot[u + 1] = slot[u]
-                u -= 1
-            keys[u + 1] = c
-            slot[u + 1] = t
+        bptr[i + g] = e - e0
         o = i * W
+        d = ncnt[i]
         for t in range(d):
-            bidx[e + t] = keys[t]
+            h = hpos[o + t]
+            nid = (incl[h] - flags[h]) & LOW
+            if h == ent + t:
+                if nid >= kept.size:
+                    over[0] = 1
+                    return
+                kept[nid] = col[o + t]
+            bidx[e + t] = nid - k0
             if with_vals:
-                bval[e + t] = pv[o + slot[t]]
+                bval[e + t] = pv[o + t]
+        if with_vals:
+            sort_pairs(bidx, bval, e, e + d)
+        else:
+            sort_range(bidx, e, e + d)
+        if r == 0:
+            kp[g] = k0
+            ep[g] = e0
+        if r == size - 1:
+            x1 = incl[base + size * w1 - 1]
+            bptr[gp[g + 1] + g] = (x1 >> 32) - e0
+            if g == G - 1:
+                kp[G] = x1 & LOW
+                ep[G] = x1 >> 32
 
 
 def fusable(ks, replace=False, weighted=False, n=0):
@@ -551,10 +500,8 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
         bval = xp.empty(cap * W, value_dtype) if has_vals else empty_v
         kept = xp.empty(next_cap, np.int64)
         kp = sizes[h, 0]
-        launch(_hop_emit, cap * w1, fr, gp, np.int64(W), col, pv, np.int64(has_vals), ncnt,
-               hpos, flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1], over)
-        launch(_hop_sort, cap, gp, np.int64(W), np.int64(has_vals), ncnt, flags, incl, pv,
-               bidx, bval, over)
+        launch(_hop_emit, cap, fr, gp, np.int64(W), col, pv, np.int64(has_vals), ncnt, hpos,
+               flags, incl, bptr, bidx, bval, kept, kp, sizes[h, 1], over)
         raw.append((bptr, bidx, bval if has_vals else None, fr, kept))
         fr, gp = kept, kp
         if exact and h + 1 < L:

@@ -30,6 +30,9 @@ pytestmark = pytest.mark.skipif(
 #: the hops check the seeds as they go, so one read is the sizes').
 LAUNCHES_PER_HOP = 6
 READS_PER_BULK = 1
+#: Rows up to this long are sorted by a network or insertion sort
+#: (``kernels.common.sort_range``), longer ones by heap sort.
+SHORT_SORT = 32
 
 
 @pytest.fixture(scope="module")
@@ -100,17 +103,17 @@ def test_sim_graphsage_gpu_equals_cpu(cp, mode):
                                 dict(fanouts=[100, 20], replace=True),
                                 dict(fanouts=[40, 20])])
 def test_sim_graphsage_wide_rows_gpu_equals_cpu(cp, kw):
-    """Rows of more picks than a thread sorts in local memory (``LOCAL_SORT``,
-    32) and of fewer, with their values: the GPU's blocks are the CPU's."""
-    from kernels.cuda.hops import LOCAL_SORT
+    """Rows of more picks than the short-row sorts take (``kernels.common``:
+    32; longer rows are heap-sorted) and of fewer, with their values: the
+    GPU's blocks are the CPU's."""
     from sampling import GraphSAGE
     A, W = _graph(n=60, m=6000, seed=4)
     G = W if kw.get("weighted") else A
-    assert int(np.diff(A.indptr).max()) > 40 > LOCAL_SORT
+    assert int(np.diff(A.indptr).max()) > 40 > SHORT_SORT
     seeds = _seeds(A.nrows, k=2, b=6)
     want = GraphSAGE(G, **kw).sample(seeds, seed=5)
     got = GraphSAGE(G.to("cuda"), **kw).sample([cp.asarray(s) for s in seeds], seed=5)
-    assert max(int(np.diff(_host(b.adj.indptr)).max()) for b in got[0].blocks) > LOCAL_SORT
+    assert max(int(np.diff(_host(b.adj.indptr)).max()) for b in got[0].blocks) > SHORT_SORT
     assert_same_minibatches(got, want)
 
 
