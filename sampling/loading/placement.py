@@ -4,9 +4,10 @@ Three placements of the graph for ``--device cuda``:
 
 * ``"cuda"``: the graph's arrays in device memory (``A.to("cuda")``), the
   fastest sampling;
-* ``"uva"``: the graph in pinned, device-mapped host memory
-  (``A.to("cuda", memory="host")``): the same CUDA kernels read it over
-  the bus, so no device memory holds it;
+* ``"uva"``: the graph's column indices and values in pinned,
+  device-mapped host memory (``A.to("cuda", memory="host")``): the same
+  CUDA kernels read them over the bus; only the row pointer
+  (``pointer_bytes``, 8 bytes a vertex) takes device memory;
 * ``"cpu"``: the CPU samplers, with the minibatches' inputs copied to the
   device through the pinned staging ring (``sampling.loading.staging``).
 
@@ -16,8 +17,8 @@ the allocator's slack and the staging buffers; of the rest, ``working``
 bytes are taken by the bulk's minibatches.  The graph goes to device
 memory (``"cuda"``) when it fits in what is left, together with the
 features when ``features_on_device``; otherwise it is read through UVA
-when that is allowed (the features alone, if on the device, must then
-fit); otherwise the CPU samples.  A placement thus never puts more bytes
+when that is allowed (its row pointer and the features, if on the device,
+must then fit); otherwise the CPU samples.  A placement thus never puts more bytes
 in device memory than the rule allows, and more free memory never moves
 the choice down the order cpu < uva < cuda, nor a larger graph up it.
 
@@ -67,24 +68,32 @@ def usable_bytes(free_bytes, reserve=DEFAULT_RESERVE, working_bytes=0):
     return max(0, int(free * (1 - reserve)) - work)
 
 
-def device_bytes(placement, graph_bytes, feature_bytes, features_on_device=False):
+def device_bytes(placement, graph_bytes, feature_bytes, features_on_device=False,
+                 pointer_bytes=0):
     """Bytes ``placement`` puts in device memory (the graph's and the features').
+
+    ``pointer_bytes`` is the graph's row pointer (a part of ``graph_bytes``),
+    which ``"uva"`` keeps in device memory.
 
     Examples
     --------
     >>> device_bytes("cuda", 10, 5), device_bytes("uva", 10, 5, True), device_bytes("cpu", 10, 5)
     (10, 5, 0)
+    >>> device_bytes("uva", 10, 5, True, pointer_bytes=2)
+    7
     """
+    func = "device_bytes"
     if placement not in PLACEMENTS:
-        fail(InvalidValue, "device_bytes", "placement", f"one of {PLACEMENTS}",
-             describe(placement))
-    g = graph_bytes if placement == "cuda" else 0
+        fail(InvalidValue, func, "placement", f"one of {PLACEMENTS}", describe(placement))
+    ptr = as_int(func, "pointer_bytes", pointer_bytes, minimum=0)
+    g = graph_bytes if placement == "cuda" else ptr if placement == "uva" else 0
     f = feature_bytes if features_on_device and placement != "cpu" else 0
     return g + f
 
 
 def choose_placement(graph_bytes, feature_bytes, free_bytes, *, working_bytes=0,
-                     reserve=DEFAULT_RESERVE, features_on_device=False, uva=True):
+                     reserve=DEFAULT_RESERVE, features_on_device=False, uva=True,
+                     pointer_bytes=0):
     """The placement for a graph of ``graph_bytes`` given ``free_bytes`` of device memory.
 
     Parameters
@@ -102,6 +111,9 @@ def choose_placement(graph_bytes, feature_bytes, free_bytes, *, working_bytes=0,
         and ``"uva"``); the main job gathers them on the host, so False.
     uva : bool, default True
         Whether the UVA placement is available (False under MPI).
+    pointer_bytes : int, default 0
+        Bytes of the graph's row pointer (``A.indptr.nbytes``, part of
+        ``graph_bytes``): ``"uva"`` keeps it in device memory.
 
     Returns
     -------
@@ -119,8 +131,9 @@ def choose_placement(graph_bytes, feature_bytes, free_bytes, *, working_bytes=0,
     g = as_int(func, "graph_bytes", graph_bytes, minimum=0)
     f = as_int(func, "feature_bytes", feature_bytes, minimum=0)
     room = usable_bytes(free_bytes, reserve, working_bytes)
+    p = as_int(func, "pointer_bytes", pointer_bytes, minimum=0)
     for placement in ("cuda", "uva") if uva else ("cuda",):
-        if device_bytes(placement, g, f, features_on_device) <= room and (
+        if device_bytes(placement, g, f, features_on_device, p) <= room and (
                 placement == "cuda" or features_on_device or room > 0):
             return placement
     return "cpu"

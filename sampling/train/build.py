@@ -180,7 +180,7 @@ def resolve_placement(opts, comm, A, features):
     graph = sum(int(a.nbytes) for a in (A.indptr, A.indices, A.values) if a is not None)
     feature_bytes = 4 * int(np.prod(getattr(features, "shape", (0,))))
     return choose_placement(graph, feature_bytes, free_device_bytes(opts.device_memory_limit),
-                            features_on_device=True)
+                            features_on_device=True, pointer_bytes=int(A.indptr.nbytes))
 
 
 def make_sampler(opts, comm, A, P, placement=None):

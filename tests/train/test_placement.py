@@ -24,18 +24,20 @@ ORDER = {p: i for i, p in enumerate(PLACEMENTS)}
 
 @settings(max_examples=200, deadline=None)
 @given(g=sizes, f=sizes, free=sizes, work=st.integers(0, 4 * GiB),
-       reserve=st.sampled_from([0.0, 0.1, 0.25, 0.5]), fod=st.booleans(), uva=st.booleans())
-def test_never_places_more_than_allowed(g, f, free, work, reserve, fod, uva):
+       reserve=st.sampled_from([0.0, 0.1, 0.25, 0.5]), fod=st.booleans(), uva=st.booleans(),
+       share=st.sampled_from([0.0, 0.01, 0.2, 1.0]))
+def test_never_places_more_than_allowed(g, f, free, work, reserve, fod, uva, share):
+    ptr = int(g * share)  # the row pointer, a part of the graph's bytes
     p = choose_placement(g, f, free, working_bytes=work, reserve=reserve,
-                         features_on_device=fod, uva=uva)
+                         features_on_device=fod, uva=uva, pointer_bytes=ptr)
     assert p in PLACEMENTS and (uva or p != "uva")
     room = max(0, int(free * (1 - reserve)) - work)
     if p != "cpu":
-        assert device_bytes(p, g, f, fod) <= room
+        assert device_bytes(p, g, f, fod, pointer_bytes=ptr) <= room
     # The reference rule, written out: the graph on the device when all fits.
     if g + (f if fod else 0) <= room:
         assert p == "cuda"
-    elif uva and (f if fod else 0) <= room and room > 0:
+    elif uva and ptr + (f if fod else 0) <= room and room > 0:
         assert p == "uva"
     else:
         assert p == "cpu"
@@ -56,6 +58,9 @@ def test_rule_examples():
     assert choose_placement(6 * GiB, 0, 16 * GiB) == "cuda"
     assert choose_placement(13 * GiB, 0, 16 * GiB) == "uva"   # 13 > 0.75 * 16
     assert choose_placement(13 * GiB, 0, 16 * GiB, uva=False) == "cpu"
+    # UVA keeps the row pointer in device memory: it must fit.
+    assert choose_placement(13 * GiB, 0, 16 * GiB, pointer_bytes=12 * GiB) == "uva"
+    assert choose_placement(14 * GiB, 0, 16 * GiB, pointer_bytes=13 * GiB) == "cpu"
     assert choose_placement(1, 10 * GiB, 8 * GiB, features_on_device=True) == "cpu"
     assert usable_bytes(100, 0.0, 150) == 0
 
@@ -65,6 +70,8 @@ def test_rule_examples():
     (lambda: choose_placement(1, 0, 10, reserve=1.0), "reserve"),
     (lambda: usable_bytes(10, reserve="x"), "reserve"),
     (lambda: device_bytes("gpu", 1, 1), "placement"),
+    (lambda: device_bytes("uva", 1, 1, pointer_bytes=-1), "pointer_bytes"),
+    (lambda: choose_placement(1, 0, 10, pointer_bytes=-2), "pointer_bytes"),
     (lambda: memory_limit(0), "limit"),
 ])
 def test_bad_arguments(call, arg):
@@ -134,6 +141,10 @@ def test_resolve_placement(monkeypatch):
     assert auto(40) == "cpu"
     graph = sum(int(a.nbytes) for a in (A.indptr, A.indices, A.values))
     assert auto(-(-(32 + graph) * 4 // 3) - 1) == "uva"
+    # UVA keeps the row pointer on the device: the features and it must fit.
+    ptr = int(A.indptr.nbytes)
+    assert auto(-(-(32 + ptr) * 4 // 3)) == "uva"
+    assert auto(-(-(32 + ptr) * 4 // 3) - 2) == "cpu"
 
 
 class OutOfMemoryError(Exception):
