@@ -151,9 +151,9 @@ def views(arr, starts, stops):
 
     A bulk of sampled minibatches is cut into hundreds of per-minibatch
     views after its one read, and that cutting is host time the bulk waits
-    on: a cupy array's views are built straight over its memory (about
-    two-thirds of a slice's host time on cupy 14), a numpy array's (or any
-    other's) sliced.
+    on: a cupy array's views are built straight over its memory (about 0.7
+    of a slice's host time with cupy 14), a numpy array's (or any other's)
+    sliced.
 
     Parameters
     ----------

@@ -17,10 +17,11 @@ the allocator's slack and the staging buffers; of the rest, ``working``
 bytes are taken by the bulk's minibatches.  The graph goes to device
 memory (``"cuda"``) when it fits in what is left, together with the
 features when ``features_on_device``; otherwise it is read through UVA
-when that is allowed (its row pointer and the features, if on the device,
-must then fit); otherwise the CPU samples.  A placement thus never puts more bytes
-in device memory than the rule allows, and more free memory never moves
-the choice down the order cpu < uva < cuda, nor a larger graph up it.
+when that is allowed (its row pointer and the features, if on the
+device, must then fit); otherwise the CPU samples.  A placement thus never
+puts more bytes in device memory than the rule allows, and more free
+memory never moves the choice down the order cpu < uva < cuda, nor a
+larger graph up it.
 
 The cap: ``device_memory_limit`` (the main job's ``--device-memory-limit
 BYTES``, or the ``SPLA_DEVICE_MEMORY_LIMIT`` environment variable) stands
