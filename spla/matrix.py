@@ -553,16 +553,13 @@ class Matrix:
         if device == self.device and memory == "device":
             return self
         if device == "cpu":
-            conv = backend.to_host
-        elif memory == "host":
-            conv = backend.to_mapped_host
+            conv = to_ptr = backend.to_host
         else:
-            cp = backend.require_cupy(func)
-            conv = cp.asarray
+            # The row pointer goes to device memory either way (see above).
+            to_ptr = backend.require_cupy(func).asarray
+            conv = backend.to_mapped_host if memory == "host" else to_ptr
         vals = None if self._values is None else conv(self._values)
-        ptr = conv(self._indptr) if memory == "device" else backend.require_cupy(func).asarray(
-            self._indptr)
-        return Matrix._new(ptr, conv(self._indices), vals, self._shape)
+        return Matrix._new(to_ptr(self._indptr), conv(self._indices), vals, self._shape)
 
     def isequal(self, other):
         """Same shape, pattern, dtype and values (exact comparison).

@@ -16,7 +16,6 @@ from spla.matrix import HOST_INDPTR, Matrix
 from spla.mxm import as_matrix
 
 
-
 def transpose(A):
     """The transpose ``A.T`` as a new canonical matrix.
 
