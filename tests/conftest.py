@@ -66,6 +66,19 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     sys.setswitchinterval(1e-5)
     _install_shared_array_lock()
 
+def pytest_collection_modifyitems(config, items):
+    """Run the tests marked ``slow`` first, in their collected order.
+
+    They are the long ones (an mpiexec suite, the simulator child, the main
+    job): started last, one of them runs alone on one core while the other
+    workers have finished, and the run waits for it.  Started first, the
+    other workers take the short tests meanwhile.  The MPI suites also run
+    one after another then, so only the first compiles the kernels that
+    only they use; started side by side, every rank of each compiled them.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 settings.register_profile(
     "ci", derandomize=True, print_blob=True, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
