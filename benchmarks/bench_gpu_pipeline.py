@@ -15,10 +15,13 @@ configuration is a warm-up (compilation, allocator) and is not timed.
 ``--prefetch K`` (sampling, gathering, packing into pinned buffers and the
 side-stream copy in the background thread) against ``--prefetch 0`` (the
 same job with a blocking copy after each gather).  Printed: epoch seconds,
-the phases (sample, fetch, copy, train = fwd/bwd), epoch / max(sample,
-copy, train) (issue 37's target: <= 1.15), epoch / max(producer, train)
+the phases (sample, fetch, copy, train = fwd/bwd), loop / max(sample,
+copy, train) (issue 37's target: <= 1.15), loop / max(producer, train)
 where the producer is the one thread's sample + fetch + copy, and the
-speed-up of prefetch over the synchronous job (target >= 3x).
+speed-up of prefetch over the synchronous job (target >= 3x).  *loop* is
+the training loop's elapsed time (``EpochStats.train_wall``): the epoch
+less its validation pass, which none of the phases counts (dividing the
+whole epoch by them charged the validation to the pipeline).
 
 **(b) placements**: on each of ``--datasets``, ``--device cpu`` and
 ``--device cuda`` with ``--sample-on cpu`` (with ``--prefetch K``),
@@ -85,24 +88,26 @@ def pipeline(args, lines, log):
     ds = load(name)
     lines += [f"### (a) Hybrid pipeline on `{name}` (--sample-on cpu, batch "
               f"{args.batch_size}, {args.epochs} timed epochs)", "",
-              "| prefetch | epoch s | sample s | fetch s | copy s | train s | "
-              "epoch/max(sample,copy,train) | epoch/max(producer,train) |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| prefetch | epoch s | loop s | sample s | fetch s | copy s | train s | "
+              "loop/max(sample,copy,train) | loop/max(producer,train) |",
+              "|---|---|---|---|---|---|---|---|---|"]
     walls = {}
     for k in (0, args.prefetch):
         stats, _ = run_config(ds, name, args.epochs, device="cuda", sample_on="cpu",
                               prefetch=k, batch_size=args.batch_size, threads=args.threads)
         wall = mean(stats, lambda s: s.wall)
+        loop = mean(stats, lambda s: s.train_wall)
         ph = {p: mean(stats, lambda s, p=p: s.times[p]) for p in ("sample", "fetch", "fwd/bwd")}
         copy = mean(stats, lambda s: s.copy)
-        r1 = wall / max(ph["sample"], copy, ph["fwd/bwd"])
-        r2 = wall / max(ph["sample"] + ph["fetch"] + copy, ph["fwd/bwd"])
-        walls[k] = wall
-        lines.append(f"| {k} | {wall:.3f} | {ph['sample']:.3f} | {ph['fetch']:.3f} | "
+        r1 = loop / max(ph["sample"], copy, ph["fwd/bwd"])
+        r2 = loop / max(ph["sample"] + ph["fetch"] + copy, ph["fwd/bwd"])
+        walls[k] = loop
+        lines.append(f"| {k} | {wall:.3f} | {loop:.3f} | {ph['sample']:.3f} | {ph['fetch']:.3f} | "
                      f"{copy:.3f} | {ph['fwd/bwd']:.3f} | {r1:.2f} | {r2:.2f} |")
         log(lines[-1])
     lines += ["", f"Speed-up of --prefetch {args.prefetch} over synchronous copies: "
-              f"{walls[0] / walls[args.prefetch]:.2f}x (target >= 3x; epoch/max target "
+              f"{walls[0] / walls[args.prefetch]:.2f}x in the training loop (target >= 3x; "
+              "loop/max target "
               "<= 1.15)", ""]
 
 

@@ -69,6 +69,10 @@ class EpochStats:
     bytes_by_phase: dict = field(default_factory=dict)
     #: seconds packing and copying staged bulks to the GPU (background thread)
     copy: float = 0.0
+    #: elapsed seconds of the training loop alone (``wall`` less the
+    #: validation pass), slowest rank: what the phases sample, fetch, copy
+    #: and fwd/bwd can overlap within
+    train_wall: float = float("nan")
 
     @property
     def phase_ratio(self):

@@ -459,6 +459,7 @@ class Trainer:
                 if bar is not None:
                     bar.set_postfix_str("validating")
                 t0 = time.perf_counter()
+                loop = t0 - started
                 val = self.evaluate("val")
                 t["eval"] = time.perf_counter() - t0
             except BaseException as exc:
@@ -475,9 +476,10 @@ class Trainer:
                     it.close()
                 if bar is not None:
                     bar.close()
-        return self._epoch_stats(epoch, t, sums, it.stats, moved, cache_before, started, val)
+        return self._epoch_stats(epoch, t, sums, it.stats, moved, cache_before, started, val,
+                                 loop)
 
-    def _epoch_stats(self, epoch, t, sums, loaded, moved, cache_before, started, val):
+    def _epoch_stats(self, epoch, t, sums, loaded, moved, cache_before, started, val, loop):
         """The epoch's row: sums over the ranks, times of the slowest rank."""
         t["sample"] += loaded.sample
         t["fetch"] += loaded.fetch
@@ -489,14 +491,16 @@ class Trainer:
         tot = self._reduce([sums["loss"], sums["seeds"], loaded.sampled_edges, hits, asked]
                            + list(phases.values()))
         elapsed = time.perf_counter() - started
-        tmax = self._reduce([t[k] for k in PHASES] + [loaded.wait, loaded.copy, elapsed], "max")
+        tmax = self._reduce([t[k] for k in PHASES]
+                            + [loaded.wait, loaded.copy, loop, elapsed], "max")
         by_phase = {k: int(v) for k, v in zip(phases, tot[5:])}
         stats = EpochStats(epoch + 1, tot[0] / max(tot[1], 1.0), val,
-                           dict(zip(PHASES, tmax[:-3].tolist())), int(tot[2]),
+                           dict(zip(PHASES, tmax[:-4].tolist())), int(tot[2]),
                            sum(by_phase.values()), sums["steps"], int(tot[3]), int(tot[4]),
-                           wait=float(tmax[-3]), prefetch=self.train_loader.prefetch
+                           wait=float(tmax[-4]), prefetch=self.train_loader.prefetch
                            if self.train_loader._bg is not None else 0,
-                           wall=float(tmax[-1]), bytes_by_phase=by_phase, copy=float(tmax[-2]))
+                           wall=float(tmax[-1]), bytes_by_phase=by_phase, copy=float(tmax[-3]),
+                           train_wall=float(tmax[-2]))
         self.history.append(stats)
         return stats
 

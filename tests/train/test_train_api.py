@@ -121,6 +121,17 @@ def test_batch_larger_than_the_training_set_is_one_minibatch(cora):
     assert stats.steps == 1 and np.isfinite(stats.loss)
 
 
+def test_training_loop_time_leaves_out_the_validation_pass(cora):
+    """``train_wall`` is the loop the phases overlap in: the epoch less its validation."""
+    trainer = Trainer(TrainOptions(epochs=1, threads=1, bulk=4), dataset=cora)
+    s = trainer.train_epoch(0)
+    loop_phases = s.times["sample"] + s.times["fetch"] + s.times["fwd/bwd"]
+    # Without prefetch the loop runs its phases one after the other.
+    assert loop_phases <= s.train_wall
+    assert s.times["eval"] > 0
+    assert s.train_wall + s.times["eval"] <= s.wall
+
+
 @pytest.mark.parametrize("sampler", ["sage", "ladies"])
 def test_given_sampler_and_model_equal_to_the_defaults_train_identically(cora, sampler):
     # No dropout: a given model's dropout draws start from the freshly seeded
