@@ -66,6 +66,7 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     sys.setswitchinterval(1e-5)
     _install_shared_array_lock()
 
+
 def pytest_collection_modifyitems(config, items):
     """Run the tests marked ``slow`` first, in their collected order.
 
