@@ -91,7 +91,7 @@ def pipeline(args, lines, log):
               "| prefetch | epoch s | loop s | sample s | fetch s | copy s | train s | "
               "loop/max(sample,copy,train) | loop/max(producer,train) |",
               "|---|---|---|---|---|---|---|---|---|"]
-    walls = {}
+    loops = {}
     for k in (0, args.prefetch):
         stats, _ = run_config(ds, name, args.epochs, device="cuda", sample_on="cpu",
                               prefetch=k, batch_size=args.batch_size, threads=args.threads)
@@ -101,14 +101,13 @@ def pipeline(args, lines, log):
         copy = mean(stats, lambda s: s.copy)
         r1 = loop / max(ph["sample"], copy, ph["fwd/bwd"])
         r2 = loop / max(ph["sample"] + ph["fetch"] + copy, ph["fwd/bwd"])
-        walls[k] = loop
+        loops[k] = loop
         lines.append(f"| {k} | {wall:.3f} | {loop:.3f} | {ph['sample']:.3f} | {ph['fetch']:.3f} | "
                      f"{copy:.3f} | {ph['fwd/bwd']:.3f} | {r1:.2f} | {r2:.2f} |")
         log(lines[-1])
     lines += ["", f"Speed-up of --prefetch {args.prefetch} over synchronous copies: "
-              f"{walls[0] / walls[args.prefetch]:.2f}x in the training loop (target >= 3x; "
-              "loop/max target "
-              "<= 1.15)", ""]
+              f"{loops[0] / loops[args.prefetch]:.2f}x in the training loop (target >= 3x; "
+              "loop/max target <= 1.15)", ""]
 
 
 def placements(args, lines, log):
