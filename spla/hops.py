@@ -225,13 +225,21 @@ def _as_ptr(func, seeds_ptr):
 def _as_group_ids(func, group_ids, G, n):
     if group_ids is None:
         return np.arange(G, dtype=np.int64)
-    ids = np.asarray([as_int(func, f"group_ids[{g}]", b, minimum=0)
-                      for g, b in enumerate(group_ids)], np.int64)
-    if ids.size != G:
-        fail(DimensionMismatch, func, "group_ids", f"{G} ids (one per group)", ids.size)
-    if ids.size and (int(ids.max()) + 1) * n >= 2 ** 63:
-        fail(InvalidValue, func, "group_ids", "ids with id * n < 2**63", int(ids.max()))
-    return ids
+    if isinstance(group_ids, (tuple, list)) and all(type(b) is int for b in group_ids):
+        # The samplers' own ids (Python ints): no per-id check to call, which
+        # for a bulk of hundreds of groups is host time the bulk waits on.
+        ids = list(group_ids)
+        bad = [g for g, b in enumerate(ids) if b < 0]
+        if bad:
+            as_int(func, f"group_ids[{bad[0]}]", ids[bad[0]], minimum=0)
+    else:
+        ids = [as_int(func, f"group_ids[{g}]", b, minimum=0) for g, b in enumerate(group_ids)]
+    if len(ids) != G:
+        fail(DimensionMismatch, func, "group_ids", f"{G} ids (one per group)", len(ids))
+    # Checked as Python ints: a numpy conversion would overflow first.
+    if ids and (max(ids) + 1) * n >= 2 ** 63:
+        fail(InvalidValue, func, "group_ids", "ids with id * n < 2**63", max(ids))
+    return np.array(ids, np.int64)
 
 
 def _check_seeds(func, seeds, ptr, n):
