@@ -4,7 +4,8 @@
 Run on a machine with a CUDA GPU (exits with status 2 without one)::
 
     python benchmarks/bench_gpu_pipeline.py [--epochs 2] [--prefetch 2]
-        [--pipeline-dataset rmat:18] [--datasets cora,rmat:16] [--out FILE]
+        [--pipeline-dataset rmat:18] [--datasets cora,rmat:16]
+        [--placement-epochs 20] [--sections pipeline,placements] [--out FILE]
 
 Every run is the main job's ``Trainer`` (``python -m sampling.train
 --device cuda --sample-on ...``), GraphSAGE with the default fanouts, seed
@@ -26,7 +27,11 @@ whole epoch by them charged the validation to the pipeline).
 **(b) placements**: on each of ``--datasets``, ``--device cpu`` and
 ``--device cuda`` with ``--sample-on cpu`` (with ``--prefetch K``),
 ``cuda`` and ``uva``: test accuracy and mean epoch seconds side by side
-(target: accuracy within 1 point of the CPU run).
+(target: accuracy within 1 point of the CPU run).  Each run trains the
+main job's number of epochs (``--placement-epochs``), so that the
+accuracies compared are those of trained models: after two epochs they
+still differ by several points between runs that differ only in the
+device's arithmetic and dropout masks.
 
 Prints a markdown table; ``--out FILE`` appends it to FILE.
 """
@@ -46,6 +51,11 @@ def parse_args(argv=None):
     p.add_argument("--pipeline-dataset", default="rmat:18")
     p.add_argument("--datasets", default="cora,rmat:16")
     p.add_argument("--epochs", type=int, default=2, help="timed epochs (after one warm-up)")
+    p.add_argument("--placement-epochs", type=int, default=None,
+                   help="epochs of each placement run, the first untimed (default: the main "
+                        "job's own, so that the accuracies are those of a trained model)")
+    p.add_argument("--sections", default="pipeline,placements",
+                   help="comma-separated subset of: pipeline, placements")
     p.add_argument("--prefetch", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--threads", type=int, default=None, help="CPU sampling threads")
@@ -119,10 +129,13 @@ def placements(args, lines, log):
                                            prefetch=args.prefetch)),
             ("cuda, --sample-on cuda", dict(device="cuda", sample_on="cuda")),
             ("cuda, --sample-on uva", dict(device="cuda", sample_on="uva"))]
+    from sampling.train.options import DEFAULT_EPOCHS
+    total = args.placement_epochs or DEFAULT_EPOCHS["sampled"]
+    lines[-2:-2] = [f"Each run trains {total} epochs (the first untimed) with seed 0.", ""]
     for name in [d for d in args.datasets.split(",") if d]:
         ds = load(name)
         for label, kw in runs:
-            stats, acc = run_config(ds, name, args.epochs, threads=args.threads, **kw)
+            stats, acc = run_config(ds, name, max(total - 1, 1), threads=args.threads, **kw)
             lines.append(f"| {name} | {label} | {acc:.4f} | "
                          f"{mean(stats, lambda s: s.wall):.3f} |")
             log(lines[-1])
@@ -141,8 +154,11 @@ def main(argv=None):
              f"{time.strftime('%Y-%m-%d')})", "",
              "Command: `python benchmarks/bench_gpu_pipeline.py "
              + " ".join(sys.argv[1:] if argv is None else argv) + "`", ""]
-    pipeline(args, lines, log)
-    placements(args, lines, log)
+    sections = set(args.sections.split(","))
+    if "pipeline" in sections:
+        pipeline(args, lines, log)
+    if "placements" in sections:
+        placements(args, lines, log)
     lines.append(f"Wall time of the script: {time.perf_counter() - started:.0f} s")
     text = "\n".join(lines) + "\n"
     print(text)
