@@ -60,7 +60,11 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--threads", type=int, default=None, help="CPU sampling threads")
     p.add_argument("--out", default=None, help="append the markdown table to this file")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    unknown = set(args.sections.split(",")) - {"pipeline", "placements"}
+    if unknown:
+        p.error(f"--sections: unknown {', '.join(sorted(unknown))} (pipeline, placements)")
+    return args
 
 
 def have_gpu():
