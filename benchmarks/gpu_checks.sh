@@ -3,12 +3,13 @@
 # (a lent GPU comes with minutes, not hours; what a step leaves under $OUT,
 # or under ./gpu_out without $OUT, is kept even when a later step stops):
 #
-#   bash benchmarks/gpu_checks.sh            # about 7 minutes on an H200
+#   bash benchmarks/gpu_checks.sh   # about 7 minutes on an H200 before the cap step (at most 4 more)
 #
 # 1. the GPU tests, verbose, every test under a 100 s timeout that prints
 #    every thread's stack when it fires (a hang names its place);
 # 2. the sampler and SpGEMM benchmarks with the host profile and the trace;
-# 3. UVA, the device feature cache, the pipeline and placements;
+# 3. UVA, the device feature cache, the pipeline and placements, the
+#    device-memory cap;
 # 4. GPU minibatches against the CPU's (slowest: the CPU references compile).
 # Python packages missing on the device travel as wheels (see the device
 # notes of the workplace); PYTHONPATH may point at them.
@@ -54,6 +55,18 @@ step pipeline
 timeout 110 python3 -W ignore benchmarks/bench_gpu_pipeline.py --epochs 1 --datasets cora \
   --out "$OUT/pipe.md" > "$OUT/pipe.log" 2>&1
 echo "rc=$?"; grep -E "^\||Error" "$OUT/pipe.log" | cut -c1-300 | head -12
+step cap
+# Issue 37, target 2: the device-memory cap holds the allocators, so a graph
+# "larger than the GPU" trains through UVA (rmat:18: graph 26 MB, features
+# 67 MB); the header names the placement chosen, and a cap the run cannot
+# fit in ends with the out-of-memory line that names the cap.
+for run in "auto 2000000000" "auto 110000000" "auto 60000000" "cuda 60000000"; do
+  set -- $run
+  timeout 60 python3 -W ignore -m sampling.train --device cuda --dataset rmat:18 --epochs 2 \
+    --sample-on "$1" --device-memory-limit "$2" --no-progress > "$OUT/cap_$1_$2.log" 2>&1
+  echo "--sample-on $1, cap $2: rc=$?"
+  grep -E "device cuda|test accuracy|^error" "$OUT/cap_$1_$2.log" | sed 's/.*\(device cuda.*\), threads.*/\1/' | cut -c1-200
+done
 step equal
 timeout 120 python3 -W ignore benchmarks/bench_gpu.py --no-tests --sections equal \
   --out "$OUT/equal.md" > "$OUT/equal.log" 2>&1

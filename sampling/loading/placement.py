@@ -25,8 +25,11 @@ larger graph up it.
 
 The cap: ``device_memory_limit`` (the main job's ``--device-memory-limit
 BYTES``, or the ``SPLA_DEVICE_MEMORY_LIMIT`` environment variable) stands
-for the free device memory when it is lower, so a graph "larger than the
-GPU" is tested on any GPU.
+for the free device memory when it is lower, and ``cap_device_memory``
+holds cupy's memory pool and torch's caching allocator to it, so a graph
+"larger than the GPU" is tested on any GPU: a placement that put more on
+the device than the cap allows fails with an out-of-memory error instead
+of running on the memory the real GPU has.
 
 Examples
 --------
@@ -178,6 +181,53 @@ def free_device_bytes(limit=None):
     return free if cap is None else min(free, cap)
 
 
+def cap_device_memory(limit=None, *, device=0, cupy=None, torch=None):
+    """Hold cupy's memory pool and torch's caching allocator to the device-memory cap.
+
+    With a cap (``memory_limit(limit)``), cupy's default memory pool may
+    hold at most that many bytes (``MemoryPool.set_limit``) and torch's
+    caching allocator on ``device`` at most the same share of the GPU's
+    memory (``torch.cuda.set_per_process_memory_fraction``): each of the
+    two allocators is held to the cap, so together they hold at most twice
+    it.  Both settings are the process's, for every later allocation; the
+    main job applies them when ``--device cuda`` runs with a cap.  Mapped
+    host memory (``Matrix.to("cuda", memory="host")``) and pinned staging
+    buffers are host memory and do not count.
+
+    Parameters
+    ----------
+    limit : int, optional
+        The cap in bytes; None reads ``$SPLA_DEVICE_MEMORY_LIMIT``.
+    device : int or torch.device, default 0
+        The GPU whose allocators are capped.
+    cupy, torch : modules, optional
+        The modules to configure (default: import them); tests pass stand-ins.
+
+    Returns
+    -------
+    int or None
+        The cap applied, or None when there is none (nothing is changed).
+
+    Examples
+    --------
+    >>> cap_device_memory(None) is None   # no cap given and none in the environment
+    True
+    """
+    cap = memory_limit(limit)
+    if cap is None:
+        return None
+    if cupy is None:
+        import cupy
+    if torch is None:
+        import torch
+    index = getattr(device, "index", device)
+    index = 0 if index is None else int(index)
+    cupy.get_default_memory_pool().set_limit(size=cap)
+    total = int(torch.cuda.get_device_properties(index).total_memory)
+    torch.cuda.set_per_process_memory_fraction(min(1.0, cap / max(total, 1)), index)
+    return cap
+
+
 def device_oom(exc):
     """The device out-of-memory error in ``exc``'s chain (cupy's or torch's), or None.
 
@@ -202,20 +252,31 @@ def device_oom(exc):
     return None
 
 
-def oom_message(exc):
-    """One line saying the device ran out of memory and what to lower.
+def oom_message(exc, cap=None):
+    """One line saying the device ran out of memory and what to lower (or raise).
+
+    ``cap``: the device-memory cap the job ran under (``cap_device_memory``),
+    which the line then names first: under a cap, running out of memory
+    may only mean that the cap is too low.
 
     Examples
     --------
     >>> oom_message(MemoryError("out of memory allocating 512 bytes")).split(";")[0]
     'the GPU ran out of memory (out of memory allocating 512 bytes)'
+    >>> oom_message(MemoryError("oom"), cap=1 << 30).split(";")[1].split("(")[0]
+    ' the job is capped at 1073741824 bytes of device memory '
     """
     what = " ".join(str(exc).split()) or type(exc).__name__
-    return (f"the GPU ran out of memory ({what}); lower --bulk or --memory-budget (fewer "
-            "minibatches per bulk), keep the graph in host memory with --sample-on uva or "
-            "sample on the CPU with --sample-on cpu, lower --feature-cache, or cap what the "
-            "placement assumes free with --device-memory-limit BYTES")
+    head = f"the GPU ran out of memory ({what}); "
+    if cap is not None:
+        head += (f"the job is capped at {cap} bytes of device memory (--device-memory-limit "
+                 f"or ${LIMIT_ENV}): raise the cap, or ")
+    return (head + "lower --bulk or --memory-budget (fewer minibatches per bulk), keep the "
+            "graph in host memory with --sample-on uva or sample on the CPU with --sample-on "
+            "cpu, lower --feature-cache, or cap what the placement assumes free with "
+            "--device-memory-limit BYTES")
 
 
 __all__ = ["choose_placement", "device_oom", "oom_message", "device_bytes", "usable_bytes",
-           "memory_limit", "free_device_bytes", "PLACEMENTS", "LIMIT_ENV", "DEFAULT_RESERVE"]
+           "memory_limit", "free_device_bytes", "cap_device_memory", "PLACEMENTS", "LIMIT_ENV",
+           "DEFAULT_RESERVE"]

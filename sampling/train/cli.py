@@ -312,8 +312,10 @@ def _model_arguments(p, d):
                         "while the previous bulk trains: give --prefetch K); auto picks from "
                         "the graph's size and the free device memory" + _default(d.sample_on))
     p.add_argument("--device-memory-limit", type=_positive_int, metavar="BYTES",
-                   help="--device cuda: act as if at most BYTES of device memory were free "
-                        "(tests a graph larger than the GPU; also $SPLA_DEVICE_MEMORY_LIMIT)"
+                   help="--device cuda: at most BYTES of device memory: --sample-on auto "
+                        "sees BYTES as free, and cupy's pool and torch's allocator may each "
+                        "hold at most BYTES for the rest of the process (tests a graph larger "
+                        "than the GPU; also $SPLA_DEVICE_MEMORY_LIMIT)"
                         + _default("none"))
     p.add_argument("--epochs", type=_positive_int, metavar="N",
                    help="training epochs" + _default("20; 200 with --mode bns"))

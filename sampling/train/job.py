@@ -19,7 +19,7 @@ import time
 from spla import comm as C
 from spla.exceptions import SplaError
 
-from sampling.loading.placement import device_oom, oom_message
+from sampling.loading.placement import device_oom, memory_limit, oom_message
 from sampling.train.cli import build_parser, options_from_args
 from sampling.train.launch import launcher_rank, require_torch, world_comm
 from sampling.train.options import UsageError
@@ -264,7 +264,11 @@ def _train(opts, comm, interrupts=None):
         if oom is None or size > 1:
             # Under MPI an OOM is one rank's: abort_on_error ends the job.
             raise
-        return _usage_error(oom_message(oom), True)
+        cap = None
+        if getattr(opts, "device", None) == "cuda":
+            with contextlib.suppress(Exception):  # a bad $SPLA_DEVICE_MEMORY_LIMIT: no cap
+                cap = memory_limit(opts.device_memory_limit)
+        return _usage_error(oom_message(oom, cap), True)
 
 
 def _is_interrupt(exc):

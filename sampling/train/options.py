@@ -62,6 +62,10 @@ class TrainOptions:
     those of ``features='rows'``.  CPU only; no ``feature_cache``.
     ``epochs`` defaults to 20 (200 with ``mode='bns'``, whose epoch is
     one full-graph step).
+    ``device_memory_limit`` (bytes, ``device='cuda'``) is the device memory
+    the run may use: ``sample_on='auto'`` sees it as free, and the
+    ``Trainer`` holds cupy's memory pool and torch's caching allocator to it
+    for the rest of the process (``sampling.loading.placement.cap_device_memory``).
     ``mode='bns'`` trains the whole graph partition-parallel instead
     (BNS-GCN, ``sampling.train.bns``): ``model`` ('gcn', the default, or 'sage'),
     ``boundary_keep`` (q in [0, 1]), ``partition``, ``layers`` (default 2),

@@ -61,9 +61,22 @@ def describe_run(trainer):
             f"{sampler}, {model}, batch "
             f"{o.batch_size} ({trainer.minibatch_size} per rank), bulk {trainer.bulk_size}, "
             f"{trainer.size} rank(s), {mode}, "
-            f"device {o.device}, threads: {trainer.threads} numba, {trainer.torch_threads} torch")
+            f"device {_device(trainer)}, threads: {trainer.threads} numba, "
+            f"{trainer.torch_threads} torch")
     return "\n".join([text] + trainer.partition_report())
 
+
+
+def _device(trainer):
+    """The device, and on a GPU where the graph is sampled (``--sample-on auto``
+    chooses) and the device-memory cap, if any."""
+    o = trainer.opts
+    text = o.device
+    where = getattr(trainer, "placement", None)
+    cap = getattr(trainer, "device_cap", None)
+    notes = ([f"sampling on {where}"] if where else []) + (
+        [f"device memory capped at {cap / 1e6:.1f} MB"] if cap else [])
+    return text + (f" ({', '.join(notes)})" if notes else "")
 
 
 def progress_bar(show, total, epoch):

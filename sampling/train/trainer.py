@@ -27,6 +27,7 @@ from spla.backend import to_host
 from spla.checks import describe, fail
 from spla.exceptions import DTypeError
 
+from sampling.loading.placement import cap_device_memory
 from sampling.train.build import (check_cuda, check_logits, check_model, check_sampler,
                                   dense_features, features_of, load_dataset, make_partition,
                                   make_sampler, make_store, plan_bulk, resolve_placement,
@@ -167,8 +168,14 @@ class Trainer:
         # Checks that can fail on one rank (a missing GPU, a dataset that does
         # not load) or on all (the options) raise on every rank together.
         with C.collective_checks(self.comm):
+            self.device_cap = None
             if opts.device == "cuda":
                 check_cuda(self.torch)
+                # The cap is what the placement sees as free and what the
+                # allocators may hold: a graph "larger than the GPU" then
+                # really runs without the GPU's memory.
+                self.device_cap = cap_device_memory(opts.device_memory_limit,
+                                                    device=self.device, torch=self.torch)
             ds = load_dataset(opts) if dataset is None else dataset
             if opts.graph == "partitioned" and self.size % opts.replication:
                 raise UsageError(f"--replication {opts.replication} must divide the number "

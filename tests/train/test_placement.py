@@ -1,6 +1,8 @@
 """Placements of a one-GPU job (sampling.loading.placement), --sample-on, the
 device-memory cap and the device out-of-memory message."""
 
+import types
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,9 +11,10 @@ from hypothesis import strategies as st
 pytest.importorskip("torch")
 
 from sampling.loading import placement as PL  # noqa: E402
-from sampling.loading.placement import (PLACEMENTS, choose_placement, device_bytes,  # noqa: E402
-                                        device_oom, free_device_bytes, memory_limit,
-                                        oom_message, usable_bytes)
+from sampling.loading.placement import (LIMIT_ENV, PLACEMENTS, cap_device_memory,  # noqa: E402
+                                        choose_placement, device_bytes, device_oom,
+                                        free_device_bytes, memory_limit, oom_message,
+                                        usable_bytes)
 from sampling.train import TrainOptions, main  # noqa: E402
 from sampling.train.build import resolve_placement  # noqa: E402
 from sampling.train.options import UsageError, check_options  # noqa: E402
@@ -178,6 +181,65 @@ def test_job_reports_device_oom(monkeypatch, capsys):
     assert "--bulk" in err and "--sample-on" in err
 
 
+def test_job_reports_device_oom_under_a_cap(monkeypatch, capsys):
+    """Under --device-memory-limit the OOM line names the cap first: raising it may be all."""
+    import sampling.train.job as job
+
+    def boom(opts, comm=None, out=None):
+        raise OutOfMemoryError("out of memory allocating 4096 bytes")
+
+    monkeypatch.setattr(job, "run", boom)
+    rc = main(["--epochs", "1", "--device", "cuda", "--device-memory-limit", "123456"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "capped at 123456 bytes" in err and "raise the cap" in err
+    assert "--bulk" in err
+
+
+class _Pool:
+    def __init__(self):
+        self.limit = None
+
+    def set_limit(self, size):
+        self.limit = size
+
+
+def _allocator_stand_ins(total):
+    """cupy and torch stand-ins recording the caps they are given."""
+    pool = _Pool()
+    cupy = types.SimpleNamespace(get_default_memory_pool=lambda: pool)
+    fractions = []
+    cuda = types.SimpleNamespace(
+        get_device_properties=lambda i: types.SimpleNamespace(total_memory=total),
+        set_per_process_memory_fraction=lambda f, i: fractions.append((f, i)))
+    return pool, cupy, types.SimpleNamespace(cuda=cuda), fractions
+
+
+@pytest.mark.parametrize("cap, device, want", [
+    (2 << 30, 0, (0.25, 0)),
+    (2 << 30, types.SimpleNamespace(index=1), (0.25, 1)),
+    (2 << 30, types.SimpleNamespace(index=None), (0.25, 0)),
+    (16 << 30, 0, (1.0, 0)),            # a cap above the GPU's memory: no tighter than it
+])
+def test_cap_device_memory_holds_both_allocators(cap, device, want):
+    pool, cupy, torch, fractions = _allocator_stand_ins(8 << 30)
+    assert cap_device_memory(cap, device=device, cupy=cupy, torch=torch) == cap
+    assert pool.limit == cap
+    assert fractions == [want]
+
+
+def test_cap_device_memory_reads_the_environment(monkeypatch):
+    pool, cupy, torch, fractions = _allocator_stand_ins(4 << 30)
+    monkeypatch.delenv(LIMIT_ENV, raising=False)
+    assert cap_device_memory(None, cupy=cupy, torch=torch) is None
+    assert pool.limit is None and fractions == []           # no cap: nothing changed
+    monkeypatch.setenv(LIMIT_ENV, str(1 << 30))
+    assert cap_device_memory(None, cupy=cupy, torch=torch) == 1 << 30
+    assert pool.limit == 1 << 30 and fractions == [(0.25, 0)]
+    with pytest.raises(InvalidValue, match="limit"):
+        cap_device_memory(0, cupy=cupy, torch=torch)
+
+
 def test_other_errors_still_raise(monkeypatch):
     import sampling.train.job as job
     monkeypatch.setattr(job, "run", lambda *a, **k: (_ for _ in ()).throw(KeyError("x")))
@@ -202,3 +264,17 @@ def test_job_each_placement_on_gpu(where, capsys):
                "--threads", "1", "--bulk", "4"])
     out = capsys.readouterr().out
     assert rc == 0 and "copy s" in out and "test accuracy" in out
+
+
+@pytest.mark.parametrize("device, placement, cap, want", [
+    ("cpu", None, None, "cpu"),
+    ("cuda", "uva", None, "cuda (sampling on uva)"),
+    ("cuda", "cpu", 120_000_000, "cuda (sampling on cpu, device memory capped at 120.0 MB)"),
+    ("cuda", None, 5_000_000, "cuda (device memory capped at 5.0 MB)"),   # a given sampler
+])
+def test_job_header_says_where_the_graph_is_sampled(device, placement, cap, want):
+    """``--sample-on auto`` chooses: the run's header says what it chose, and the cap."""
+    from sampling.train.summary import _device
+    trainer = types.SimpleNamespace(opts=types.SimpleNamespace(device=device),
+                                    placement=placement, device_cap=cap)
+    assert _device(trainer) == want
