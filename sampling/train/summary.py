@@ -66,7 +66,6 @@ def describe_run(trainer):
     return "\n".join([text] + trainer.partition_report())
 
 
-
 def _device(trainer):
     """The device, and on a GPU where the graph is sampled (``--sample-on auto``
     chooses) and the device-memory cap, if any."""
