@@ -229,9 +229,9 @@ def _as_group_ids(func, group_ids, G, n):
         # The samplers' own ids (Python ints): no per-id check to call, which
         # for a bulk of hundreds of groups is host time the bulk waits on.
         ids = list(group_ids)
-        bad = [g for g, b in enumerate(ids) if b < 0]
-        if bad:
-            as_int(func, f"group_ids[{bad[0]}]", ids[bad[0]], minimum=0)
+        bad = next((g for g, b in enumerate(ids) if b < 0), None)
+        if bad is not None:
+            as_int(func, f"group_ids[{bad}]", ids[bad], minimum=0)
     else:
         ids = [as_int(func, f"group_ids[{g}]", b, minimum=0) for g, b in enumerate(group_ids)]
     if len(ids) != G:
