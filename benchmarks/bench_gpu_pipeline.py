@@ -61,7 +61,8 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=None, help="CPU sampling threads")
     p.add_argument("--out", default=None, help="append the markdown table to this file")
     args = p.parse_args(argv)
-    unknown = set(args.sections.split(",")) - {"pipeline", "placements"}
+    args.sections = set(args.sections.split(","))
+    unknown = args.sections - {"pipeline", "placements"}
     if unknown:
         p.error(f"--sections: unknown {', '.join(sorted(unknown))} (pipeline, placements)")
     return args
@@ -158,10 +159,9 @@ def main(argv=None):
              f"{time.strftime('%Y-%m-%d')})", "",
              "Command: `python benchmarks/bench_gpu_pipeline.py "
              + " ".join(sys.argv[1:] if argv is None else argv) + "`", ""]
-    sections = set(args.sections.split(","))
-    if "pipeline" in sections:
+    if "pipeline" in args.sections:
         pipeline(args, lines, log)
-    if "placements" in sections:
+    if "placements" in args.sections:
         placements(args, lines, log)
     lines.append(f"Wall time of the script: {time.perf_counter() - started:.0f} s")
     text = "\n".join(lines) + "\n"

@@ -267,14 +267,17 @@ def oom_message(exc, cap=None):
     ' the job is capped at 1073741824 bytes of device memory '
     """
     what = " ".join(str(exc).split()) or type(exc).__name__
-    head = f"the GPU ran out of memory ({what}); "
-    if cap is not None:
-        head += (f"the job is capped at {cap} bytes of device memory (--device-memory-limit "
-                 f"or ${LIMIT_ENV}): raise the cap, or ")
-    return (head + "lower --bulk or --memory-budget (fewer minibatches per bulk), keep the "
-            "graph in host memory with --sample-on uva or sample on the CPU with --sample-on "
-            "cpu, lower --feature-cache, or cap what the placement assumes free with "
-            "--device-memory-limit BYTES")
+    advice = ["lower --bulk or --memory-budget (fewer minibatches per bulk)",
+              "keep the graph in host memory with --sample-on uva or sample on the CPU with "
+              "--sample-on cpu", "lower --feature-cache"]
+    if cap is None:
+        advice.append("cap what the placement assumes free with --device-memory-limit BYTES")
+        lead = ""
+    else:
+        lead = (f"the job is capped at {cap} bytes of device memory (--device-memory-limit "
+                f"or ${LIMIT_ENV}): raise the cap, or ")
+    return (f"the GPU ran out of memory ({what}); {lead}" + ", ".join(advice[:-1])
+            + ", or " + advice[-1])
 
 
 __all__ = ["choose_placement", "device_oom", "oom_message", "device_bytes", "usable_bytes",

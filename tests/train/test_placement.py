@@ -194,6 +194,7 @@ def test_job_reports_device_oom_under_a_cap(monkeypatch, capsys):
     assert rc == 2 and err.count("\n") == 1
     assert "capped at 123456 bytes" in err and "raise the cap" in err
     assert "--bulk" in err
+    assert "cap what the placement assumes" not in err   # not "raise it" and "set one" at once
 
 
 class _Pool:
