@@ -23,9 +23,11 @@ measurements are in docs/design.rst, "Measurements behind the kernels'
 choices").
 """
 
+import inspect
 import types
 
 import numba
+import numpy as np
 
 #: Default work below which a kernel runs its serial twin: roughly the entries
 #: (or rows, or picks) a kernel touches, as its ``work`` estimate counts them.
@@ -66,6 +68,14 @@ class ParallelKernel:
     cache : bool
         numba's ``cache`` option of both twins (False for kernels compiled per
         user function, which numba cannot cache).
+    inputs : tuple of str
+        Names of the array parameters the kernel only reads.  numba types a
+        read-only array apart from a writable one, so a kernel fed a
+        matrix's arrays (read-only views) by one caller and fresh arrays by
+        another would be compiled, and cached, twice for one dtype: these
+        are passed read-only (a view, no copy) whatever the caller gives.
+        Naming a parameter the kernel writes is a compile-time error of
+        numba's, never a silent one.
 
     Attributes
     ----------
@@ -73,10 +83,16 @@ class ParallelKernel:
         The two compiled twins (compiled lazily, on first use of each).
     """
 
-    def __init__(self, fn, work, threshold=SERIAL_WORK, cache=True):
+    def __init__(self, fn, work, threshold=SERIAL_WORK, cache=True, inputs=()):
         self.py_func = fn
         self.work = work
         self.threshold = threshold
+        names = list(inspect.signature(fn).parameters)
+        unknown = [name for name in inputs if name not in names]
+        if unknown:
+            raise ValueError(f"parallel_kernel: argument 'inputs' of {fn.__qualname__}: expected "
+                             f"parameter names of the kernel, got {unknown}")
+        self.inputs = tuple(names.index(name) for name in inputs)
         # nogil: a kernel sampling in a background thread (a prefetching
         # loader) must not stall the training loop's Python meanwhile.
         self.parallel = numba.njit(parallel=True, cache=cache, nogil=True)(fn)
@@ -88,6 +104,8 @@ class ParallelKernel:
         self.__doc__ = fn.__doc__
 
     def __call__(self, *args):
+        if self.inputs:
+            args = read_only_args(args, self.inputs)
         kernel = self.serial if self.work(*args) < self.threshold else self.parallel
         try:
             return kernel(*args)
@@ -109,6 +127,31 @@ class ParallelKernel:
         return f"<ParallelKernel {self.__module__}.{self.__qualname__}>"
 
 
+def read_only_args(args, positions):
+    """``args`` with the writable numpy arrays at ``positions`` replaced by
+    read-only views of them (no copy), so that numba compiles one signature
+    whether a caller hands over fresh arrays or a matrix's read-only ones.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, b = np.arange(3), np.arange(3)
+    >>> x, y = read_only_args((a, b), (0,))
+    >>> x.flags.writeable, y is b, a.flags.writeable
+    (False, True, True)
+    """
+    out = list(args)
+    for i in positions:
+        if i >= len(out):
+            break
+        a = out[i]
+        if type(a) is np.ndarray and a.flags.writeable:
+            a = a.view()
+            a.flags.writeable = False
+            out[i] = a
+    return out
+
+
 def over_rows(rows, work):
     """A ``work`` estimate for a kernel whose parallel loops share out rows
     (or groups): ``work``, or 0 when there are fewer than two to share.
@@ -125,7 +168,7 @@ def over_rows(rows, work):
     return work if rows > 1 else 0
 
 
-def parallel_kernel(work, threshold=SERIAL_WORK, cache=True):
+def parallel_kernel(work, threshold=SERIAL_WORK, cache=True, inputs=()):
     """Decorator: compile a ``prange`` kernel parallel and serial, pick by work.
 
     Parameters
@@ -136,6 +179,9 @@ def parallel_kernel(work, threshold=SERIAL_WORK, cache=True):
         Work below which the serial twin runs (default ``SERIAL_WORK``).
     cache : bool, optional
         Cache the compiled code (default True).
+    inputs : tuple of str, optional
+        The array parameters the kernel only reads, passed read-only
+        whatever the caller gives (see :class:`ParallelKernel`).
 
     Returns
     -------
@@ -156,5 +202,5 @@ def parallel_kernel(work, threshold=SERIAL_WORK, cache=True):
     [2.0, 2.0, 2.0]
     """
     def deco(fn):
-        return ParallelKernel(fn, work, threshold, cache)
+        return ParallelKernel(fn, work, threshold, cache, inputs)
     return deco

@@ -10,12 +10,22 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.parallel import parallel_kernel
+from kernels.parallel import parallel_kernel, read_only_args
+
+
+def coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
+    """Returns (indptr, indices, values, first duplicate position or -1).
+
+    The coordinates are passed to the compiled kernel read-only, so that a
+    caller's fresh arrays and a matrix's read-only ones share one compiled
+    signature (see ``kernels.parallel.ParallelKernel``'s ``inputs``).
+    """
+    rows, cols, vals = read_only_args((rows, cols, vals), (0, 1, 2))
+    return _coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates)
 
 
 @numba.njit(cache=True, nogil=True)
-def coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
-    """Returns (indptr, indices, values, first duplicate position or -1)."""
+def _coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
     nnz = rows.size
     ptr = np.zeros(nrows + 1, np.int64)
     for t in range(nnz):
@@ -66,7 +76,7 @@ def coo_to_csr(rows, cols, vals, hv, nrows, sum_duplicates):
     return new_ptr, idx[:f].copy(), out_val[:f].copy() if hv else out_val, first_dup
 
 
-@parallel_kernel(lambda ptr, idx: int(idx.size))
+@parallel_kernel(lambda ptr, idx: int(idx.size), inputs=("ptr", "idx"))
 def first_unsorted(ptr, idx):
     """Smallest entry position that is not strictly after its row neighbour, or -1."""
     n = ptr.size - 1

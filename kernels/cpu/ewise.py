@@ -16,7 +16,7 @@ def _ewise_work(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, *rest):
     return int(a_idx.size) + int(b_idx.size)
 
 
-@parallel_kernel(_ewise_work)
+@parallel_kernel(_ewise_work, inputs=("a_ptr", "a_idx", "a_val", "b_ptr", "b_idx", "b_val"))
 def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
           one):
     n = a_ptr.size - 1
@@ -39,7 +39,7 @@ def ewise(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, union, op,
 
 # User functions arrive as numba dispatchers; a kernel taking one is compiled
 # per function, and numba cannot cache such specialisations, hence no cache.
-@parallel_kernel(lambda vals, f, out: int(vals.size), cache=False)
+@parallel_kernel(lambda vals, f, out: int(vals.size), cache=False, inputs=("vals",))
 def map_values_into(vals, f, out):
     """``out[t] = f(vals[t])`` for every value."""
     for t in prange(vals.size):
@@ -55,7 +55,8 @@ def map_values(vals, f):
     return map_values_into(vals, f, np.empty(vals.size, dtype))
 
 
-@parallel_kernel(lambda ptr, idx, vals, pred: int(idx.size), cache=False)
+@parallel_kernel(lambda ptr, idx, vals, pred: int(idx.size), cache=False,
+                 inputs=("ptr", "idx", "vals"))
 def select_mask(ptr, idx, vals, pred):
     """Boolean mask of the entries (i, j, v) with ``pred(i, j, v)`` true."""
     n = ptr.size - 1

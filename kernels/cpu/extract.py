@@ -27,7 +27,7 @@ def _gather_work(ptr, idx, val, hv, rows):
     return int(rows.size)
 
 
-@parallel_kernel(_gather_work)
+@parallel_kernel(_gather_work, inputs=("ptr", "idx", "val", "rows"))
 def gather_rows(ptr, idx, val, hv, rows):
     n = rows.size
     out_ptr = np.empty(n + 1, np.int64)
@@ -127,7 +127,7 @@ def _cols_work(ptr, idx, *rest):
     return int(idx.size)
 
 
-@parallel_kernel(_cols_work)
+@parallel_kernel(_cols_work, inputs=("ptr", "idx", "val", "map_ptr", "map_pos", "sel"))
 def _extract_distinct_cols(ptr, idx, val, hv, map_ptr, map_pos, sel):
     """``_extract_cols`` for a dense map whose columns are selected once each.
 
@@ -171,7 +171,7 @@ def _extract_distinct_cols(ptr, idx, val, hv, map_ptr, map_pos, sel):
     return out_ptr, out_idx, out_val, src[:nnz]
 
 
-@parallel_kernel(_cols_work)
+@parallel_kernel(_cols_work, inputs=("ptr", "idx", "val", "cols", "map_ptr", "map_pos"))
 def _extract_cols(ptr, idx, val, hv, cols, map_ptr, map_pos, hashed, table, bits, sel):
     n = ptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
@@ -260,7 +260,7 @@ def _take_work(arr, pos):
     return int(pos.size)
 
 
-@parallel_kernel(_take_work)
+@parallel_kernel(_take_work, inputs=("arr", "pos"))
 def take(arr, pos):
     """``arr[pos]`` for int64 positions, in parallel.
 

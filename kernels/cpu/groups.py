@@ -142,7 +142,7 @@ def _compact_work(ptr, idx, row_ptr, first, first_ptr, ncols, parts, *rest):
                      int(ptr[row_ptr[-1]] - ptr[row_ptr[0]]) + int(first.size))
 
 
-@parallel_kernel(_compact_work)
+@parallel_kernel(_compact_work, inputs=("ptr", "idx", "row_ptr", "first", "first_ptr"))
 def _compact(ptr, idx, row_ptr, first, first_ptr, ncols, parts, with_perm, out_type,
              tag_limit):
     G = row_ptr.size - 1
@@ -414,7 +414,7 @@ def _first_dup(dup):
     return np.int64(-1)
 
 
-@parallel_kernel(_extract_work)
+@parallel_kernel(_extract_work, inputs=("ptr", "idx", "rows", "row_ptr", "col_ptr"))
 def _extract(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, parts):
     G = row_ptr.size - 1
     nr = rows.size

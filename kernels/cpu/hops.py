@@ -398,7 +398,7 @@ def _hop_work(a_ptr, a_idx, nodes, gptr, gids, k, *rest):
 
 # Always the parallel twin (threshold 0): on one thread too it ran a third
 # faster than the serial twin, and one twin compiles in half the time.
-@parallel_kernel(_hop_work, threshold=0)
+@parallel_kernel(_hop_work, threshold=0, inputs=("a_ptr", "a_idx", "nodes", "gptr", "gids"))
 def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
     """One fused hop of every group; returns ``(bptr, bidx, src, cnt, optr,
     repeated)``, ``repeated`` nonzero when a group's frontier repeats a vertex."""

@@ -60,7 +60,9 @@ def _spgemm_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
     return int(a_idx.size) * 8
 
 
-@parallel_kernel(_spgemm_work)
+@parallel_kernel(_spgemm_work,
+                 inputs=("a_ptr", "a_idx", "a_val", "b_ptr", "b_idx", "b_val", "m_ptr", "m_idx",
+                         "m_ok"))
 def masked_spgemm(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, m_ptr, m_idx,
                   m_ok, add, mul, one):
     """(out_val, hit): one slot per mask entry; ``hit`` marks the computed ones."""
@@ -272,7 +274,9 @@ def _dot_blocks(a_ptr, bt_ptr, m_ptr, m_idx, nblk, min_row):
     return bounds
 
 
-@parallel_kernel(_dot_work)
+@parallel_kernel(_dot_work,
+                 inputs=("a_ptr", "a_idx", "a_val", "bt_ptr", "bt_idx", "bt_val", "m_ptr",
+                         "m_idx", "m_ok"))
 def masked_dot(a_ptr, a_idx, a_val, a_hv, bt_ptr, bt_idx, bt_val, bt_hv, m_ptr, m_idx, m_ok,
                add, mul, one):
     """(out_val, hit) as ``masked_spgemm``, from Bᵀ's rows (``bt_*``), by dot products.
@@ -338,7 +342,8 @@ def hit_positions(m_ptr, hit):
     return ptr, pos[:f]
 
 
-@parallel_kernel(lambda a_ptr, a_idx, *rest: int(a_idx.size))
+@parallel_kernel(lambda a_ptr, a_idx, *rest: int(a_idx.size),
+                 inputs=("a_ptr", "a_idx", "a_val", "u_val", "u_has", "allow"))
 def mxv_pull(a_ptr, a_idx, a_val, a_hv, u_val, u_has, allow, add, mul, one, flip):
     """(w, w_has) dense: ``w[i] = ⊕_k A[i, k] ⊗ u[k]`` for the allowed rows.
 

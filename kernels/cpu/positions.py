@@ -23,7 +23,8 @@ from kernels.fingerprint import row_fingerprint
 from kernels.parallel import parallel_kernel
 
 
-@parallel_kernel(lambda indptr, indices, rows, cols: int(rows.size))
+@parallel_kernel(lambda indptr, indices, rows, cols: int(rows.size),
+                 inputs=("indptr", "indices", "rows", "cols"))
 def find_entries(indptr, indices, rows, cols):
     """Position of entry ``(rows[t], cols[t])`` in the stored entries, or -1."""
     out = np.empty(rows.size, np.int64)
@@ -37,7 +38,7 @@ def find_entries(indptr, indices, rows, cols):
     return out
 
 
-@parallel_kernel(lambda indptr, indices: int(indices.size))
+@parallel_kernel(lambda indptr, indices: int(indices.size), inputs=("indptr", "indices"))
 def pattern_fingerprints(indptr, indices):
     """(f1, f1 of the transpose, f2, f2 of the transpose), uint64 sums mod 2**64.
 

@@ -15,7 +15,8 @@ from kernels.its_search import LEAF, blocked_sum
 from kernels.semiring_ops import ADD_PLUS, fold_row
 
 
-@parallel_kernel(lambda ptr, val, hv, op, identity, one: int(ptr[-1]) + int(ptr.size))
+@parallel_kernel(lambda ptr, val, hv, op, identity, one: int(ptr[-1]) + int(ptr.size),
+                 inputs=("ptr", "val"))
 def reduce_rows(ptr, val, hv, op, identity, one):
     n = ptr.size - 1
     out = np.empty(n, identity.dtype)

@@ -146,7 +146,8 @@ def _hop_work(a_ptr, a_idx, nodes, bp, *rest):
 
 # Always the parallel twin (threshold 0), as ``kernels.cpu.hops``: one
 # compiled twin, and no slower on one thread.
-@parallel_kernel(_hop_work, threshold=0)
+@parallel_kernel(_hop_work, threshold=0,
+                 inputs=("a_ptr", "a_idx", "nodes", "seg", "roff", "kbase", "ks", "first", "fptr"))
 def relation_hop(a_ptr, a_idx, nodes, bp, seg, roff, kbase, ks, first, fptr, ncols, seed,
                  stream, parts, out_type):
     """One fused relation hop; returns ``(bptr, bidx, src, src_ptr, optr)``.

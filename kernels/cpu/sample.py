@@ -39,7 +39,7 @@ def _sample_csr_work(indptr, values, has_values, k_scalar, k_arr, *rest):
                      else min(int(indptr[-1]), rows * max(1, int(k_scalar))))
 
 
-@parallel_kernel(_sample_csr_work)
+@parallel_kernel(_sample_csr_work, inputs=("indptr", "values", "k_arr", "row_ids"))
 def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
                stream, replace):
     """Sample every row of a CSR matrix; see the module docstring."""
@@ -76,7 +76,7 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     return out_ptr, out
 
 
-@parallel_kernel(lambda indptr, values: int(indptr[-1]))
+@parallel_kernel(lambda indptr, values: int(indptr[-1]), inputs=("indptr", "values"))
 def row_prefix(indptr, values):
     """Per-row inclusive prefix sums (float64), positive counts and modes.
 
@@ -94,7 +94,8 @@ def row_prefix(indptr, values):
     return prefix, positives, modes
 
 
-@parallel_kernel(lambda indptr, prefix, positives, modes: int(indptr[-1]))
+@parallel_kernel(lambda indptr, prefix, positives, modes: int(indptr[-1]),
+                 inputs=("indptr", "prefix", "positives", "modes"))
 def row_guide(indptr, prefix, positives, modes):
     """The guide tables of ``kernels.its.search_guided`` for ``row_prefix``'s prefixes.
 
@@ -289,7 +290,9 @@ def _sample_gather_work(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_
     return over_rows(rows, rows * max(1, min(int(k_scalar), mean_degree)))
 
 
-@parallel_kernel(_sample_gather_work)
+@parallel_kernel(_sample_gather_work,
+                 inputs=("q_indptr", "q_indices", "q_scale", "a_indptr", "a_values", "a_prefix",
+                         "a_guide", "a_positives", "a_modes", "k_arr", "row_ids"))
 def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
                   a_has_values, a_prefix, a_guide, a_positives, a_modes, k_scalar,
                   k_arr, row_ids, seed, stream, replace):
@@ -362,7 +365,8 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     return out_ptr, out
 
 
-@parallel_kernel(lambda indptr, pos: over_rows(int(indptr.size) - 1, int(pos.size)))
+@parallel_kernel(lambda indptr, pos: over_rows(int(indptr.size) - 1, int(pos.size)),
+                 inputs=("indptr", "pos"))
 def dedup_sorted_rows(indptr, pos):
     """Fold repeats in rows of sorted positions: (indptr, positions, counts)."""
     n = indptr.size - 1

@@ -110,7 +110,7 @@ def _spgemm_work(a_ptr, a_idx, b_ptr, *rest):
                      int(a_idx.size) * max(1, int(b_ptr[-1]) // nb) if b_ptr.size else 0)
 
 
-@parallel_kernel(_spgemm_work)
+@parallel_kernel(_spgemm_work, inputs=("a_ptr", "a_idx", "b_ptr", "b_idx"))
 def _symbolic(a_ptr, a_idx, b_ptr, b_idx, ncols, dense_factor, parts):
     n = a_ptr.size - 1
     out_ptr = np.zeros(n + 1, np.int64)
@@ -294,7 +294,8 @@ def _numeric_work(a_ptr, a_idx, a_val, a_hv, b_ptr, *rest):
     return _spgemm_work(a_ptr, a_idx, b_ptr)
 
 
-@parallel_kernel(_numeric_work)
+@parallel_kernel(_numeric_work,
+                 inputs=("a_ptr", "a_idx", "a_val", "b_ptr", "b_idx", "b_val", "out_ptr"))
 def _numeric(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv,
              ncols, out_ptr, add, mul, one, idx_proto, numeric, dense_factor, parts):
     # ``out_ptr`` may also be an upper bound of every row (``_row_bounds``):
@@ -401,7 +402,8 @@ ONE_PASS_FACTOR = 2
 
 
 @parallel_kernel(lambda a_ptr, a_idx, b_ptr, ncols: over_rows(int(a_ptr.size) - 1,
-                                                              int(a_idx.size)))
+                                                              int(a_idx.size)),
+                 inputs=("a_ptr", "a_idx", "b_ptr"))
 def _row_bounds(a_ptr, a_idx, b_ptr, ncols):
     """Exclusive scan of every row's products, capped at ``ncols``: an upper
     bound of the product's row pointer."""
@@ -493,7 +495,7 @@ def _gather_work(a_ptr, *rest):
     return int(a_ptr.size - 1)
 
 
-@parallel_kernel(_gather_work)
+@parallel_kernel(_gather_work, inputs=("a_ptr", "a_idx", "a_val", "b_ptr", "b_idx", "b_val"))
 def spgemm_gather(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, b_hv, mul,
                   one):
     """``A @ B`` for an A with at most one entry per row (row gather)."""

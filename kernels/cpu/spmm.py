@@ -72,7 +72,7 @@ def _row_chunks(indptr, parts):
 
 
 @parallel_kernel(lambda indptr, indices, values, x, out: (int(indices.size) + out.shape[0])
-                 * max(out.shape[1], 1))
+                 * max(out.shape[1], 1), inputs=("indptr", "indices", "values", "x"))
 def spmm_rows(indptr, indices, values, x, out):
     """``out = A @ x`` for CSR ``A`` (no values: ones); returns ``out``."""
     n = indptr.size - 1
@@ -99,7 +99,7 @@ def spmm_rows(indptr, indices, values, x, out):
     return out
 
 
-@parallel_kernel(lambda x, out, offsets, key, threshold, scale: x.size)
+@parallel_kernel(lambda x, out, offsets, key, threshold, scale: x.size, inputs=("x", "offsets"))
 def dropout_rows(x, out, offsets, key, threshold, scale):
     """``out[i, j] = x[i, j] * keep(offsets[i] + j) * scale`` over 2-D arrays."""
     m, w = x.shape
@@ -113,7 +113,7 @@ def dropout_rows(x, out, offsets, key, threshold, scale):
 
 
 @parallel_kernel(lambda indptr, indices, values, out, offsets, key, threshold, scale:
-                 values.size)
+                 values.size, inputs=("indptr", "indices", "values", "offsets"))
 def dropout_entries(indptr, indices, values, out, offsets, key, threshold, scale):
     """``out[t] = values[t] * keep(offsets[i] + indices[t]) * scale`` for row i's entries t."""
     zero = scale - scale
@@ -153,7 +153,7 @@ def transpose_pattern(indptr, indices, ncols, trows):
     return tptr, perm
 
 
-@parallel_kernel(lambda x, out, key, threshold, scale: x.size)
+@parallel_kernel(lambda x, out, key, threshold, scale: x.size, inputs=("x",))
 def dropout(x, out, key, threshold, scale):
     """``out = x * keep * scale`` over 1-D arrays, ``keep`` hashed from ``(key, index)``.
 

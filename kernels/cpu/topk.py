@@ -35,7 +35,7 @@ def _topk_work(indptr, values, k, largest):
     return int(indptr[-1])
 
 
-@parallel_kernel(_topk_work)
+@parallel_kernel(_topk_work, inputs=("indptr", "values"))
 def topk_rows(indptr, values, k, largest):
     """Per-row top-k positions: ``(indptr, positions)``; see the module docstring."""
     n = indptr.size - 1

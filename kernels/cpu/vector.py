@@ -22,7 +22,7 @@ from kernels.parallel import parallel_kernel
 from kernels.semiring_ops import add_op, find_sorted
 
 
-@parallel_kernel(lambda a, b, f, out: int(a.size), cache=False)
+@parallel_kernel(lambda a, b, f, out: int(a.size), cache=False, inputs=("a", "b"))
 def map_pairs(a, b, f, out):
     """``out[t] = f(a[t], b[t])`` for every t."""
     for t in prange(a.size):
