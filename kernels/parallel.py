@@ -140,16 +140,18 @@ def read_only_args(args, positions):
     >>> x.flags.writeable, y is b, a.flags.writeable
     (False, True, True)
     """
-    out = list(args)
+    out = None
     for i in positions:
-        if i >= len(out):
+        if i >= len(args):
             break
-        a = out[i]
+        a = args[i]
         if type(a) is np.ndarray and a.flags.writeable:
+            if out is None:
+                out = list(args)
             a = a.view()
-            a.flags.writeable = False
+            a.setflags(write=False)
             out[i] = a
-    return out
+    return args if out is None else out
 
 
 def over_rows(rows, work):
