@@ -143,7 +143,7 @@ def read_only_args(args, positions):
     out = None
     for i in positions:
         if i >= len(args):
-            break
+            continue
         a = args[i]
         if type(a) is np.ndarray and a.flags.writeable:
             if out is None:
