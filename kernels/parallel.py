@@ -81,6 +81,8 @@ class ParallelKernel:
     ----------
     parallel, serial : numba dispatchers
         The two compiled twins (compiled lazily, on first use of each).
+        Called directly they take the arrays as given: ``call_twin`` passes
+        the declared inputs read-only first.
     """
 
     def __init__(self, fn, work, threshold=SERIAL_WORK, cache=True, inputs=()):
@@ -122,6 +124,35 @@ class ParallelKernel:
             if isinstance(root, KeyboardInterrupt):
                 raise root from None
             raise
+
+    def call_twin(self, twin, *args):
+        """Call one twin, whatever the work: ``"serial"`` or ``"parallel"``.
+
+        For comparing the twins (tests, benchmarks).  The declared
+        ``inputs`` are passed read-only, as ``__call__`` passes them, so a
+        twin called here runs the signature the library's calls compiled
+        (and cached) instead of compiling a writable-array twin of it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from numba import prange
+        >>> from kernels.parallel import parallel_kernel
+        >>> @parallel_kernel(lambda a: a.size, cache=False, inputs=("a",))
+        ... def total(a):
+        ...     s = 0.0
+        ...     for i in prange(a.size):
+        ...         s += a[i]
+        ...     return s
+        >>> total.call_twin("serial", np.ones(4)), total.call_twin("parallel", np.ones(4))
+        (4.0, 4.0)
+        """
+        if twin not in ("serial", "parallel"):
+            raise ValueError(f"ParallelKernel.call_twin: argument 'twin' must be 'serial' or "
+                             f"'parallel', got {twin!r}")
+        if self.inputs:
+            args = read_only_args(args, self.inputs)
+        return getattr(self, twin)(*args)
 
     def __repr__(self):
         return f"<ParallelKernel {self.__module__}.{self.__qualname__}>"
