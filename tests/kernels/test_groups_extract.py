@@ -93,7 +93,7 @@ def test_groups_split_among_more_workers_than_groups(width):
     rng = np.random.default_rng(6)
     S = sp.random(50, 300, density=0.3, format="csr", random_state=rng)
     S.sort_indices()
-    ptr, idx = S.indptr.astype(np.int64), S.indices.astype(np.int64)
+    ptr, idx = S.indptr.astype(np.int64), S.indices.astype(np.int32)  # a matrix's widths
     rows = rng.integers(0, 50, 70).astype(np.int64)
     rp = np.array([0, 40, 40, 70], np.int64)            # a group without rows too
     cols = np.concatenate([rng.choice(300, 120, replace=False),
@@ -102,10 +102,10 @@ def test_groups_split_among_more_workers_than_groups(width):
     cp = np.array([0, 120, 130, 330], np.int64)
     ncols = np.int64(300 if width is None else width)
     for c in (cols, np.concatenate([cols[:125], cols[121:122], cols[126:]])):
-        want = K._extract.serial(ptr, idx, rows, rp, c, cp, ncols, 1)
+        want = K._extract.call_twin("serial", ptr, idx, rows, rp, c, cp, ncols, 1)
         for parts in (2, 3, 5, 8):
-            for kernel in (K._extract.serial, K._extract.parallel):
-                got = kernel(ptr, idx, rows, rp, c, cp, ncols, parts)
+            for twin in ("serial", "parallel"):
+                got = K._extract.call_twin(twin, ptr, idx, rows, rp, c, cp, ncols, parts)
                 assert all(np.array_equal(a, b) for a, b in zip(got[:3], want[:3]))
                 assert got[3:] == want[3:]
     assert want[3] == 125   # the second list repeats a column in group 1

@@ -22,7 +22,9 @@ from kernels.common import EMPTY_KEY, row_key, set_add, sort_range, table_bits, 
 from kernels.cpu.sample import (GATHER_BLOCK_ROWS, row_guide, row_prefix, sample_csr,
                                 sample_gather)
 
-SEED, STREAM = 11, 3
+# uint64, as spla passes them: the kernels then run the signatures the
+# library compiled (and cached) instead of compiling int64 ones of their own.
+SEED, STREAM = np.uint64(11), np.uint64(3)
 
 
 def _scale(top):

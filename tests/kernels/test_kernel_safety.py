@@ -245,13 +245,13 @@ def test_huge_column_space_spgemm_twins():
     want_ptr = [0, 3, 4, 4, 6]
     for twin in ("serial", "parallel"):
         factor = np.int64(S.DENSE_ACC_FACTOR)
-        ptr = getattr(S._symbolic, twin)(a_ptr, a_idx, B.indptr, B.indices, HUGE, factor, 2)
+        ptr = S._symbolic.call_twin(twin, a_ptr, a_idx, B.indptr, B.indices, HUGE, factor, 2)
         assert ptr.tolist() == want_ptr, twin
         # Rows: 2 B[0] + 3 B[2], B[2], (empty), -B[0]; columns ascending.
         want_idx = [3, 2 ** 33 + 7, HUGE - 1, 2 ** 33 + 7, 3, HUGE - 1]
         want_val = [4.0, -3.0, 3.0, -1.0, -2.0, -1.5]
-        idx, val, counts = getattr(S._numeric, twin)(
-            a_ptr, a_idx, a_val, True, B.indptr, B.indices, B.values, True, HUGE, ptr,
+        idx, val, counts = S._numeric.call_twin(
+            twin, a_ptr, a_idx, a_val, True, B.indptr, B.indices, B.values, True, HUGE, ptr,
             ADD_PLUS, MUL_TIMES, one, np.empty(0, np.int64), True, factor, 2)
         assert idx.tolist() == want_idx and val.tolist() == want_val, twin
         assert counts.tolist() == np.diff(want_ptr).tolist(), twin
@@ -259,15 +259,15 @@ def test_huge_column_space_spgemm_twins():
         # packed; B's two rows share their columns, so row 0's bound is loose.
         b_ptr, b_idx = np.array([0, 2, 4]), np.array([3, HUGE - 1, 3, HUGE - 1])
         b_val = np.array([1.0, 2.0, 3.0, 4.0])
-        ub = getattr(S._row_bounds, twin)(np.array([0, 2, 3]), np.array([0, 1, 1]), b_ptr,
-                                          HUGE)
+        ub = S._row_bounds.call_twin(twin, np.array([0, 2, 3]), np.array([0, 1, 1]), b_ptr,
+                                     HUGE)
         assert ub.tolist() == [0, 4, 6], twin
-        parts = getattr(S._numeric, twin)(
-            np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1.0, 2.0, 1.0]), True,
+        parts = S._numeric.call_twin(
+            twin, np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([1.0, 2.0, 1.0]), True,
             b_ptr, b_idx, b_val, True, HUGE, ub, ADD_PLUS, MUL_TIMES, one,
             np.empty(0, np.int64), True, factor, 2)
         assert parts[2].tolist() == [2, 2], twin
-        p, idx, val = getattr(S._pack, twin)(ub, parts[2], parts[0], parts[1])
+        p, idx, val = S._pack.call_twin(twin, ub, parts[2], parts[0], parts[1])
         assert p.tolist() == [0, 2, 4] and idx.tolist() == [3, HUGE - 1] * 2, twin
         assert val.tolist() == [7.0, 10.0, 3.0, 4.0], twin
 
@@ -325,7 +325,11 @@ def test_extract_cols_of_distinct_columns_matches_the_general_path(twin):
     # enough of them that both threads run at once (a stray write of the
     # first thread's last row would land after the second filled its first).
     early = np.repeat(np.array([[0, 5, 6, 7, 8, 9, 10, 11]]), 200_000, axis=0)
-    rows = [(ptr, idx), (np.arange(0, early.size + 1, 8, dtype=np.int64), early.ravel())]
+    # int32 column ids, as a matrix of 3,000 columns holds them, and the twins
+    # called with the library's read-only inputs (``call_twin``): the
+    # signatures the library's extractions compile anyway.
+    rows = [(ptr, idx.astype(np.int32)),
+            (np.arange(0, early.size + 1, 8, dtype=np.int64), early.ravel().astype(np.int32))]
     for p, ix in rows:
         val = rng.random(ix.size)
         for cols in (rng.permutation(ids)[:150], np.array([0, 4, 3], np.int64),
@@ -334,10 +338,10 @@ def test_extract_cols_of_distinct_columns_matches_the_general_path(twin):
             map_ptr, map_pos = K.column_map(cols, ncols)
             sel, distinct = K.selected_bitmap(cols, ncols)
             assert distinct
-            kern = getattr(K._extract_distinct_cols, twin)
-            got = kern(p, ix, val, True, map_ptr, map_pos, sel)
-            want = getattr(K._extract_cols, twin)(p, ix, val, True, cols, map_ptr, map_pos,
-                                                  False, np.zeros(0, np.int64), 0, sel)
+            got = K._extract_distinct_cols.call_twin(twin, p, ix, val, True, map_ptr, map_pos,
+                                                     sel)
+            want = K._extract_cols.call_twin(twin, p, ix, val, True, cols, map_ptr, map_pos,
+                                             False, np.zeros(0, np.int64), 0, sel)
             _assert_same(got, want, f"extract_cols {twin} {cols[:3]}")
             ref = sp.csr_matrix((val, ix, p), shape=(p.size - 1, ncols))[:, cols]
             ref.has_sorted_indices = False   # scipy keeps the input's entry order
@@ -416,7 +420,7 @@ def _spgemm_reference(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val):
     return np.array(ptr, np.int64), np.array(idx, np.int64), np.array(val, a_val.dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
 @pytest.mark.parametrize("seed", range(4))
 def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed):
     """The branch-free plus_times loop (slots start at -0, each row writes one
@@ -424,22 +428,30 @@ def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed)
     signed zeros, infinities, NaNs and wrapping integers included, with rows
     that end chunks, empty rows between full ones, and both twins; for a
     valued A and for a structural one (a sampler's Q), whose terms are B's
-    values times one."""
+    values times one.
+
+    Column ids are int32, as a matrix of 70 columns holds them, and the
+    twins are called with the library's read-only inputs: the signatures
+    the library's products compile anyway (each new one costs the suite
+    tens of seconds)."""
     from kernels.cpu import spgemm as K
     from kernels import semiring_ops as ops
     rng = np.random.default_rng(seed)
     n, nb, ncols = 64, 40, 70
     a_ptr, a_idx, _ = _rand_csr(rng, n, nb, 6, nb)
+    a_idx = a_idx.astype(np.int32)
     # Empty rows in runs, so rows before them end at the same offset.
     keep = np.repeat(rng.random(n // 4) < 0.6, 4)
     deg = np.where(keep, np.diff(a_ptr), 0)
     a_idx = np.concatenate([a_idx[a_ptr[i]:a_ptr[i] + deg[i]] for i in range(n)])
     a_ptr = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
     b_ptr, b_idx, _ = _rand_csr(rng, nb, ncols, 12, 20)
+    b_idx = b_idx.astype(np.int32)
     if np.dtype(dtype).kind == "f":
         pool = np.array([-0.0, 0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e-30, -7.0], dtype)
     else:
-        pool = np.array([0, 1, 3, 200, 255, 7], dtype)
+        # Products and sums past 2**63 wrap around.
+        pool = np.array([0, 1, 3, -1, 7, 2 ** 62 + 3, -2 ** 63, 2 ** 40 + 1], dtype)
     b_val = rng.choice(pool, b_idx.size)
     one = np.ones(1, dtype)
     for a_hv, factor in itertools.product((True, False), (2 ** 40, 0)):
@@ -457,13 +469,12 @@ def test_spgemm_plus_times_is_bit_exact_in_every_chunk(monkeypatch, dtype, seed)
         ub = K._row_bounds(a_ptr, a_idx, b_ptr, ncols)
         assert ub[-1] > ptr[-1]
         for parts in (1, 3, 7, 64):
-            for kern in (K._numeric.serial, K._numeric.parallel):
+            for twin in ("serial", "parallel"):
                 for at in (ptr, ub):
-                    idx, val, counts = kern(a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val,
-                                            True, ncols, at, ops.ADD_PLUS, ops.MUL_TIMES, one,
-                                            np.empty(0, np.int32),
-                                            np.dtype(dtype).kind in "iuf", np.int64(factor),
-                                            parts)
+                    idx, val, counts = K._numeric.call_twin(
+                        twin, a_ptr, a_idx, a_val, a_hv, b_ptr, b_idx, b_val, True, ncols, at,
+                        ops.ADD_PLUS, ops.MUL_TIMES, one, np.empty(0, np.int32),
+                        np.dtype(dtype).kind in "iuf", np.int64(factor), parts)
                     got_ptr, idx, val = K._pack(at, counts, idx, val)
                     assert np.array_equal(got_ptr, want[0]), (factor, parts)
                     assert np.array_equal(idx, want[1]), (factor, parts)
@@ -498,6 +509,8 @@ def test_serial_and_parallel_twins_agree():
     from kernels.cpu import groups as K
     rng = np.random.default_rng(3)
     ptr, idx, ids = _rand_csr(rng, 200, 5000, 40, 800)
+    idx = idx.astype(np.int32)   # as a matrix of 5,000 columns holds them: a signature the
+    # samplers compile anyway, called with their read-only inputs (call_twin)
     row_ptr = np.array([0, 50, 50, 120, 200], np.int64)
     first = np.concatenate([rng.choice(ids, 30, replace=False) for _ in range(4)])
     first_ptr = np.array([0, 30, 60, 90, 120], np.int64)
@@ -514,10 +527,11 @@ def test_serial_and_parallel_twins_agree():
         opts = (with_perm, np.empty(0, np.int32), np.int64(limit))
         dense = (ptr, idx, row_ptr, first, first_ptr, np.int64(5000), parts) + opts
         hashed = dense[:5] + (np.int64(2 ** 40), parts) + opts
-        want = K._compact.serial(*hashed)
-        _assert_same(want, K._compact.parallel(*dense), "compact, tag arrays")
-        _assert_same(want, K._compact.serial(*dense), "compact, tag arrays, serial")
-        _assert_same(want, K._compact.parallel(*hashed), "compact, hash tables, parallel")
+        want = K._compact.call_twin("serial", *hashed)
+        _assert_same(want, K._compact.call_twin("parallel", *dense), "compact, tag arrays")
+        _assert_same(want, K._compact.call_twin("serial", *dense), "compact, tag arrays, serial")
+        _assert_same(want, K._compact.call_twin("parallel", *hashed),
+                     "compact, hash tables, parallel")
     cols = np.concatenate([rng.choice(ids, 100, replace=False) for _ in range(4)])
     col_ptr = np.array([0, 100, 200, 300, 400], np.int64)
     rows = rng.integers(0, 200, 100)
@@ -526,11 +540,12 @@ def test_serial_and_parallel_twins_agree():
     args = (ptr, idx, rows, rptr, cols, col_ptr, np.int64(5000), numba.get_num_threads())
     work = max(int(np.diff(ptr)[rows[rptr[g]:rptr[g + 1]]].sum()) + 100 for g in range(4))
     assert work * K.DENSE_FACTOR >= 5000         # the tag-array mode is the one tested
-    want = K._extract.serial(*args)
-    _assert_same(want, K._extract.parallel(*args), "extract, tag arrays")
+    want = K._extract.call_twin("serial", *args)
+    _assert_same(want, K._extract.call_twin("parallel", *args), "extract, tag arrays")
     hashed = args[:6] + (np.int64(2 ** 40), numba.get_num_threads())
-    _assert_same(want, K._extract.serial(*hashed), "extract, hash tables")
-    _assert_same(want, K._extract.parallel(*hashed), "extract, hash tables, parallel")
+    _assert_same(want, K._extract.call_twin("serial", *hashed), "extract, hash tables")
+    _assert_same(want, K._extract.call_twin("parallel", *hashed),
+                 "extract, hash tables, parallel")
 
 
 def test_compact_groups_order_is_first_appearance():
@@ -713,6 +728,33 @@ def test_fresh_and_read_only_inputs_share_one_compiled_signature():
     csr.coo_to_csr(rows, cols, np.ones(3, np.int16), True, 2, True)
     sigs = [s for s in csr._coo_to_csr.signatures if str(s[2].dtype) == "int16"]
     assert len(sigs) == 1 and not any(t.mutable for t in sigs[0][:3]), sigs
+
+
+def test_a_twin_called_directly_gets_the_library_calls_signature():
+    # Tests comparing the twins call them through ``call_twin``: called
+    # straight on fresh arrays, each twin compiled a writable-array signature
+    # of its own (tens of seconds per kernel and dtype in CI).
+    from numba import prange
+    from kernels.parallel import ParallelKernel
+
+    def products(a, b, out):
+        for i in prange(a.size):
+            out[i] = a[i] * b[i]
+        return out
+
+    kernel = ParallelKernel(products, lambda a, b, out: 0, cache=False, inputs=("a", "b"))
+    a, b = np.arange(4.0), np.full(4, 2.0)
+    for twin in ("serial", "parallel"):
+        out = kernel.call_twin(twin, a, b, np.zeros(4))
+        assert out.tolist() == [0.0, 2.0, 4.0, 6.0] and out.flags.writeable, twin
+        assert kernel(a, b, np.zeros(4)).tolist() == [0.0, 2.0, 4.0, 6.0]
+        sigs = getattr(kernel, twin).signatures
+        assert len(sigs) == 1, (twin, sigs)
+        assert [t.mutable for t in sigs[0]] == [False, False, True], (twin, sigs)
+    assert a.flags.writeable and b.flags.writeable, "the caller's arrays were changed"
+    with pytest.raises(ValueError, match="^ParallelKernel.call_twin: argument 'twin' must be "
+                                         "'serial' or 'parallel', got 'fast'$"):
+        kernel.call_twin("fast", a, b, np.zeros(4))
 
 
 def test_declared_inputs_are_the_kernels_parameters_and_never_written():

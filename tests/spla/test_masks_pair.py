@@ -20,15 +20,12 @@ MONOIDS = (ADD_PLUS, ADD_MIN, ADD_MAX, ADD_ANY, ADD_TIMES)
 
 
 def _csr(D, stretch=1):
-    """CSR arrays of a boolean pattern, int32 ids, its columns spread by
-    stretch; read-only, as a Matrix's arrays reach the kernel (the kernel's
-    signatures are then those a triangle count compiles anyway)."""
+    """CSR arrays of a boolean pattern, int32 ids (as a Matrix holds them:
+    the kernel's signatures are then those a triangle count compiles
+    anyway), its columns spread by stretch."""
     S = sp.csr_matrix(D.astype(np.float64))
     S.sort_indices()
-    out = S.indptr.astype(np.int64), (S.indices * stretch).astype(np.int32)
-    for a in out:
-        a.flags.writeable = False
-    return out
+    return S.indptr.astype(np.int64), (S.indices * stretch).astype(np.int32)
 
 
 def _reference(a_ptr, a_idx, bt_ptr, bt_idx, m_ptr, m_idx, m_ok, add):
@@ -54,9 +51,10 @@ def test_pair_slots_equal_common_id_counts(seed, rows, k, p, pm, wide, add, zero
     counts.  ``wide`` spreads the k ids past ``SMALL_K`` (short rows merge
     or search, long ones use the table); a hub row of A and a hub row of Bᵀ
     take the search branches; ``zeros``: a value mask's zero slots.  int64
-    values only, with the operands read-only as a Matrix's: the signature a
-    triangle count compiles anyway (each new one costs seconds to compile;
-    other value types' folds are ``_pair_value``'s test)."""
+    values only, with the operands passed read-only as the library passes
+    them (``call_twin``): the signature a triangle count compiles anyway
+    (each new one costs seconds to compile; other value types' folds are
+    ``_pair_value``'s test)."""
     dtype = np.int64
     rs = np.random.RandomState(seed)
     stretch = km.SMALL_K // k + 1 if wide else 1
@@ -73,7 +71,7 @@ def test_pair_slots_equal_common_id_counts(seed, rows, k, p, pm, wide, add, zero
     args = (a_ptr, a_idx, none, False, bt_ptr, bt_idx, none, False, m_ptr, m_idx, m_ok,
             add, MUL_PAIR, one)
     want = _reference(a_ptr, a_idx, bt_ptr, bt_idx, m_ptr, m_idx, m_ok, add)
-    val, hit = km.masked_dot.serial(*args)
+    val, hit = km.masked_dot.call_twin("serial", *args)
     assert val.dtype == dtype and hit.size == m_idx.size
     assert [v if h else None for v, h in zip(val.tolist(), hit.tolist())] == want
 
@@ -82,9 +80,9 @@ def test_pair_slots_equal_common_id_counts(seed, rows, k, p, pm, wide, add, zero
                                              (2, False, ADD_MIN)])
 def test_pair_slots_on_the_parallel_twin(seed, wide, add):
     """The parallel twin, many blocks, against the plain-Python counts, with
-    valued float64 operands passed as a valued triangle count passes them
-    (A's values read-only, Bᵀ's gathered): the one parallel signature the
-    suite compiles anyway.  Values are never read by a ``pair`` multiply."""
+    valued float64 operands passed read-only as a valued triangle count
+    passes them (``call_twin``): the one parallel signature the suite
+    compiles anyway.  Values are never read by a ``pair`` multiply."""
     rs = np.random.RandomState(seed)
     rows, k = 300, 30
     stretch = km.SMALL_K // k + 1 if wide else 1
@@ -95,11 +93,10 @@ def test_pair_slots_on_the_parallel_twin(seed, wide, add):
     m_ptr, m_idx = _csr(rs.rand(rows, rows // 2) < 0.3)
     m_ok = rs.rand(m_idx.size) >= 0.2
     a_val = rs.rand(a_idx.size)
-    a_val.flags.writeable = False
     args = (a_ptr, a_idx, a_val, True, bt_ptr, bt_idx, rs.rand(bt_idx.size), True, m_ptr,
             m_idx, m_ok, add, MUL_PAIR, np.ones(1))
     assert km.masked_dot.work(*args) >= km.masked_dot.threshold  # the parallel twin's size
-    val, hit = km.masked_dot.parallel(*args)
+    val, hit = km.masked_dot.call_twin("parallel", *args)
     want = _reference(a_ptr, a_idx, bt_ptr, bt_idx, m_ptr, m_idx, m_ok, add)
     assert [v if h else None for v, h in zip(val.tolist(), hit.tolist())] == want
     assert sum(v is not None for v in want) > 100

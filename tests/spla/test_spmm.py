@@ -81,8 +81,8 @@ def test_spmm_serial_and_parallel_kernels_agree_bit_for_bit(transpose):
     else:
         args = (A.indptr, A.indices, A.values, X)
         m = A.nrows
-    a = K.spmm_rows.serial(*args, np.empty((m, 33), np.float32))
-    b = K.spmm_rows.parallel(*args, np.empty((m, 33), np.float32))
+    a = K.spmm_rows.call_twin("serial", *args, np.empty((m, 33), np.float32))
+    b = K.spmm_rows.call_twin("parallel", *args, np.empty((m, 33), np.float32))
     assert np.array_equal(a, b)
     assert np.array_equal(spla.spmm(A, X, transpose=transpose), a)
 
@@ -206,8 +206,10 @@ def test_dropout_is_a_pure_function_of_seed_stream_and_index():
     # Serial and parallel kernels give the same mask.
     key = np.uint64(12345)
     xs = X.ravel()
-    s = K.dropout.serial(xs, np.empty_like(xs), key, np.uint32(2 ** 31), np.float32(2))
-    p = K.dropout.parallel(xs, np.empty_like(xs), key, np.uint32(2 ** 31), np.float32(2))
+    s = K.dropout.call_twin("serial", xs, np.empty_like(xs), key, np.uint32(2 ** 31),
+                            np.float32(2))
+    p = K.dropout.call_twin("parallel", xs, np.empty_like(xs), key, np.uint32(2 ** 31),
+                            np.float32(2))
     assert np.array_equal(s, p)
 
 
@@ -262,9 +264,9 @@ def test_dropout_of_a_piece_is_the_piece_of_the_dropout(m, f, data):
         args = ((piece, np.empty_like(piece)) if kernel is K.dropout_rows else
                 (S.indptr.astype(np.int64), S.indices.astype(np.int64), S.data,
                  np.empty_like(S.data)))
-        a = kernel.serial(*args, offsets, key, np.uint32(2 ** 31), dtype(2))
-        b = kernel.parallel(*[x.copy() for x in args], offsets, key, np.uint32(2 ** 31),
-                            dtype(2))
+        a = kernel.call_twin("serial", *args, offsets, key, np.uint32(2 ** 31), dtype(2))
+        b = kernel.call_twin("parallel", *[x.copy() for x in args], offsets, key,
+                             np.uint32(2 ** 31), dtype(2))
         np.testing.assert_array_equal(a, b)
 
 

@@ -208,7 +208,8 @@ def test_long_rows_heap_path_and_parallel_twin():
             for largest in (True, False):
                 check_against_reference(M, select_topk(M, k, largest=largest), k, largest)
                 args = (M.indptr, M.values, np.int64(k), largest)
-                serial, parallel = K.topk_rows.serial(*args), K.topk_rows.parallel(*args)
+                serial = K.topk_rows.call_twin("serial", *args)
+                parallel = K.topk_rows.call_twin("parallel", *args)
                 for s, p in zip(serial, parallel):
                     assert np.array_equal(s, p)
 
