@@ -509,8 +509,10 @@ def test_serial_and_parallel_twins_agree():
     from kernels.cpu import groups as K
     rng = np.random.default_rng(3)
     ptr, idx, ids = _rand_csr(rng, 200, 5000, 40, 800)
-    idx = idx.astype(np.int32)   # as a matrix of 5,000 columns holds them: a signature the
-    # samplers compile anyway, called with their read-only inputs (call_twin)
+    # int32 ids, as a matrix of 5,000 columns holds them, and the twins called
+    # with the library's read-only inputs (call_twin): signatures the samplers
+    # compile anyway.
+    idx = idx.astype(np.int32)
     row_ptr = np.array([0, 50, 50, 120, 200], np.int64)
     first = np.concatenate([rng.choice(ids, 30, replace=False) for _ in range(4)])
     first_ptr = np.array([0, 30, 60, 90, 120], np.int64)
