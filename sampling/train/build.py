@@ -92,12 +92,14 @@ def check_logits(torch, out, mb, num_classes, name):
              f"{name}(x, minibatch) -> tensor of dtype {out.dtype}")
 
 
-def check_cuda(torch):
-    """``--device cuda`` needs a CUDA build of torch that sees a GPU, and cupy."""
+def check_cuda(torch, cupy=True):
+    """``--device cuda`` needs a CUDA build of torch that sees a GPU, and cupy
+    (``cupy=False``: a run that samples nothing on the GPU, ``--mode bns``)."""
     if not torch.cuda.is_available():
         raise MissingDependency("--device cuda: this PyTorch build sees no CUDA GPU; "
                                 "install a CUDA build of torch or use --device cpu")
-    require("cupy", what="--device cuda")
+    if cupy:
+        require("cupy", what="--device cuda")
 
 
 def check_sampler(opts, comm, sampler, ds):

@@ -304,7 +304,9 @@ def _model_arguments(p, d):
     """Options of the model and its optimizer."""
     p.add_argument("--device", choices=DEVICES,
                    help="where the model runs (cuda also samples on the GPU when running "
-                        "on one process)" + _default(d.device))
+                        "on one process; with --mode bns each rank's model and aggregation "
+                        "run on its GPU, the exchanges staged through host memory)"
+                        + _default(d.device))
     p.add_argument("--sample-on", choices=SAMPLE_ON,
                    help="--device cuda, one process: where the graph is sampled: cuda "
                         "(graph in device memory), uva (graph in pinned host memory the GPU "
@@ -365,7 +367,7 @@ def _check_given(given):
     if bns:
         for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk",
                      "memory_budget", "graph", "replication", "split", "feature_cache",
-                     "cache_policy", "prefetch", "features", "device", "plot", "num_bases",
+                     "cache_policy", "prefetch", "features", "plot", "num_bases",
                      "sample_on", "device_memory_limit"):
             if name in given:
                 raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "

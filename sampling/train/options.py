@@ -274,7 +274,7 @@ def _check_bns(opts):
     d = TrainOptions()
     for name in ("sampler", "fanouts", "layer_sizes", "batch_size", "bulk", "memory_budget",
                  "graph", "replication", "split", "feature_cache", "cache_policy",
-                 "prefetch", "features", "device", "plot", "num_bases", "sample_on",
+                 "prefetch", "features", "plot", "num_bases", "sample_on",
                  "device_memory_limit"):
         if getattr(opts, name) != getattr(d, name):
             raise UsageError(f"--{name.replace('_', '-')} applies to --mode sampled; "

@@ -221,6 +221,59 @@ def test_dropout_by_id_keeps_with_probability_one_minus_p():
     assert torch.equal(sparse.to_dense(), dense)
 
 
+
+# -- the device ------------------------------------------------------------------------------
+def _cuda():
+    return torch.cuda.is_available()
+
+
+def test_device_given_as_a_name_or_a_torch_device_trains_alike(small):
+    losses = []
+    for device in ("cpu", torch.device("cpu")):
+        t = bns.BNSTrainer(small, boundary_keep=0.5, hidden=8, dropout=0.5, seed=1,
+                           device=device)
+        assert t.device == torch.device("cpu") and "on cpu" in t.describe()
+        losses.append([t.train_epoch(e, validate=False).loss for e in range(2)])
+    assert losses[0] == losses[1]
+
+
+@pytest.mark.parametrize("device, err, text", [
+    ("tpu:0", InvalidValue, "argument 'device' must be a device name"),
+    (3.5, InvalidValue, "argument 'device' must be a device name"),
+])
+def test_trainer_rejects_a_bad_device(small, device, err, text):
+    with pytest.raises(err, match=f"BNSTrainer: {text}"):
+        bns.BNSTrainer(small, device=device)
+
+
+@pytest.mark.skipif(_cuda(), reason="checks the error of a machine without a CUDA GPU")
+def test_trainer_on_a_gpu_it_cannot_see_says_so(small):
+    from spla.exceptions import MissingDependency
+    with pytest.raises(MissingDependency, match="BNSTrainer: argument 'device' is 'cuda', but "
+                                                "this PyTorch build sees no CUDA GPU"):
+        bns.BNSTrainer(small, device="cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dataset, kind", [("rmat:7", "gcn"), ("rmat:7", "sage"),
+                                           ("cora", "gcn")])
+def test_gpu_training_follows_the_cpus(dataset, kind):
+    # The same draws (host-made), the same initial parameters: the losses
+    # agree up to the rounding of the GPU's sparse products.
+    ds = load(dataset)
+    runs = []
+    for device in ("cpu", "cuda"):
+        t = bns.BNSTrainer(ds, model=kind, boundary_keep=0.5, hidden=16, dropout=0.5,
+                           seed=2, device=device)
+        runs.append([t.train_epoch(e, validate=False).loss for e in range(4)])
+        assert t.x.device.type == device and all(p.device.type == device
+                                                 for p in t.model.parameters())
+        runs[-1].append(t.evaluate("test"))
+    np.testing.assert_allclose(runs[1][:4], runs[0][:4], rtol=0, atol=1e-4)
+    assert abs(runs[1][4] - runs[0][4]) <= 0.02
+
+
 # -- bad input ------------------------------------------------------------------------------
 @pytest.mark.parametrize("kw, err, text", [
     (dict(boundary_keep=1.5), InvalidValue, "argument 'boundary_keep' must be a probability"),
@@ -302,6 +355,7 @@ def test_main_job_bns_mode(capsys):
     (["--model", "sage"], "--model sage applies to --mode bns"),
     (["--mode", "bns", "--fanouts", "5,5"], "--fanouts applies to --mode sampled"),
     (["--mode", "bns", "--graph", "partitioned"], "--graph applies to --mode sampled"),
+    (["--mode", "bns", "--sample-on", "cpu"], "--sample-on applies to --mode sampled"),
 ])
 def test_main_job_refuses_options_that_do_not_apply(capsys, argv, text):
     from sampling.train import main
@@ -311,3 +365,13 @@ def test_main_job_refuses_options_that_do_not_apply(capsys, argv, text):
         rc = exc.code
     err = capsys.readouterr().err
     assert rc == 2 and text in err, err
+
+
+@pytest.mark.skipif(_cuda(), reason="checks the error of a machine without a CUDA GPU")
+def test_main_job_bns_on_a_gpu_it_cannot_see_says_so(capsys):
+    # --device applies to --mode bns (the model on the GPU): no refusal of
+    # the option, the missing GPU named instead.
+    from sampling.train import main
+    rc = main(["--mode", "bns", "--dataset", "rmat:6", "--device", "cuda", "--epochs", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--device cuda: this PyTorch build sees no CUDA GPU" in err, err

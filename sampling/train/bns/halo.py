@@ -95,7 +95,10 @@ class BoundaryExchange(_Function):
         dim = h.shape[1]
         if not sample.communicates:
             return h.new_zeros((0, dim))
-        send = h.detach()[_torch_module.from_numpy(sample.send_pos)].cpu().numpy()
+        # Gathered where h lives, then staged through host memory for MPI
+        # (one copy of the rows to send, one of the rows received).
+        pos = _torch_module.from_numpy(sample.send_pos).to(h.device)
+        send = h.detach()[pos].cpu().numpy()
         recv = _alltoallv_rows(sample.comm, send, sample.send_counts, sample.recv_counts,
                                sample.rows_bound, "bns.features", stats)
         return _torch_module.from_numpy(recv).to(h.device)

@@ -20,6 +20,7 @@ from sampling.train.bns.halo import CommStats, _torch
 from sampling.train.bns.model import (_MAX_LAYERS, KINDS, MODELS, BNSModel,
                                       _check_dropout)
 from sampling.train.bns.report import bns_header, format_bns_row
+from sampling.loading.inputs import as_device
 from spla import comm as C
 from spla.checks import as_int, as_u64, describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
@@ -172,6 +173,15 @@ class BNSTrainer:
         Model width and depth, dropout probability, Adam settings, and the
         seed of the initialisation, dropout masks and boundary draws.
     dtype : torch dtype, default torch.float32
+    device : str or torch.device, default 'cpu'
+        Where this rank's model, features and aggregation run ('cuda',
+        'cuda:1', ...).  The exchanges gather the rows to send on the
+        device and stage them through host memory for MPI (the MPI of the
+        ``mpich`` wheel is not CUDA-aware): one device-to-host and one
+        host-to-device copy per exchange, of the exchanged rows only.  The
+        draws (boundary sample, dropout masks) are the host's, so a seed
+        gives the same samples on every device; the losses agree up to
+        floating-point rounding.
 
     Raises
     ------
@@ -180,6 +190,9 @@ class BNSTrainer:
         depth < 1, a partition with other than p parts, of another number
         of vertices, or with an empty part), or settings that differ
         between the ranks.
+    MissingDependency
+        On every rank, when a rank's ``device`` is a GPU its PyTorch does
+        not see.
 
     Examples
     --------
@@ -192,12 +205,13 @@ class BNSTrainer:
 
     def __init__(self, dataset, comm=None, *, model="gcn", boundary_keep=1.0,
                  partition="block", hidden=64, layers=2, dropout=0.5, lr=0.01,
-                 weight_decay=5e-4, seed=0, dtype=None):
+                 weight_decay=5e-4, seed=0, dtype=None, device="cpu"):
         func = "BNSTrainer"
         torch = _torch(func)
         comm = C.as_comm(comm, func)
         self.comm, self.rank, self.size = comm, comm.Get_rank(), comm.Get_size()
         with C.collective_checks(comm):
+            self.device = as_device(func, device, torch)
             self.q = _as_keep(func, "boundary_keep", boundary_keep)
             layers, hidden = _check_shape(func, model, layers, hidden)
             self.seed = int(as_u64(func, "seed", seed))
@@ -227,13 +241,14 @@ class BNSTrainer:
         Ahat = normalized_adjacency(dataset.A, KINDS[self.model_name])
         D = spla.distribute(Ahat, self.comm, partition=self.P)
         self.graph = G = BoundaryGraph(D)
-        self.x = _features(torch, dataset.x, G.inner, self.dtype)
-        self.y = torch.from_numpy(np.asarray(dataset.y, np.int64)[G.inner])
+        dev = self.device
+        self.x = _features(torch, dataset.x, G.inner, self.dtype).to(dev)
+        self.y = torch.from_numpy(np.asarray(dataset.y, np.int64)[G.inner]).to(dev)
         pos = {}
         for name in ("train", "val", "test"):
             ids = np.asarray(getattr(dataset, f"{name}_idx"), np.int64)
             local = np.flatnonzero(np.isin(G.inner, ids))
-            pos[name] = (torch.from_numpy(local), int(ids.size))
+            pos[name] = (torch.from_numpy(local).to(dev), int(ids.size))
         self.splits = pos
 
     def _build_model(self, dropout, lr, weight_decay):
@@ -246,6 +261,8 @@ class BNSTrainer:
             self.model = BNSModel(self.model_name, self.x.shape[1], self.hidden,
                                   self.num_classes, self.layers, dropout).to(self.dtype)
         self._broadcast_model()
+        # Moved after the broadcast, which reads the parameters on the host.
+        self.model.to(self.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(self.params, lr=lr, weight_decay=weight_decay)
 
@@ -291,7 +308,7 @@ class BNSTrainer:
 
     def _op(self, sample):
         from sampling.models import BlockOperator
-        return BlockOperator(sample.adj, normalize=False, dtype=self.dtype)
+        return BlockOperator(sample.adj, normalize=False, dtype=self.dtype, device=self.device)
 
     def _work_bytes(self, sample):
         """Working memory of one epoch on this rank (an estimate from the shapes).
@@ -332,6 +349,9 @@ class BNSTrainer:
         total_loss, ar_bytes = self._allreduce_grads(float(loss.detach()), epoch)
         t_ar = time.perf_counter() - t0
         self.optimizer.step()
+        if self.device.type == "cuda":
+            # The step's kernels are queued: the epoch's seconds include them.
+            torch.cuda.synchronize(self.device)
         elapsed = time.perf_counter() - t_start
         comm_s = stats.seconds + t_ar
         t0 = time.perf_counter()
@@ -364,15 +384,17 @@ class BNSTrainer:
         if self.size == 1:
             total = loss
         else:
-            flat = torch.cat([g.reshape(-1).double() for g in grads]
-                             + [torch.tensor([loss], dtype=torch.float64)])
+            # Summed on the host (MPI here is not CUDA-aware): one copy each way.
+            flat = np.append(torch.cat([g.reshape(-1).double() for g in grads]).cpu().numpy(),
+                             loss)
             with C.counting() as moved:
-                out = C.allreduce_array(self.comm, flat.numpy(), "sum", "bns.allreduce")
+                out = C.allreduce_array(self.comm, flat, "sum", "bns.allreduce")
             total = float(out[-1])
             off = 0
             for p in self.params:
                 k = p.numel()
-                p.grad = torch.from_numpy(out[off:off + k]).view_as(p).to(p.dtype).clone()
+                p.grad = (torch.from_numpy(out[off:off + k]).view_as(p)
+                          .to(device=p.device, dtype=p.dtype, copy=True))
                 off += k
         if not math.isfinite(total):
             with C.collective_checks(self.comm):  # the same total on every rank
@@ -422,10 +444,10 @@ class BNSTrainer:
         return self.evaluate("test")
 
     def describe(self):
-        """One paragraph: dataset, model, q, partition and its edge cut, ranks."""
+        """One paragraph: dataset, model, q, ranks, partition and its edge cut, device."""
         P, A = self.P, self.dataset.A
         cut = P.edge_cut(A)
         return (f"{self.dataset!r}\nBNS-GCN: model {self.model_name} {self.layers} layers x "
                 f"{self.hidden}, boundary keep q = {self.q:g}, {self.size} rank(s), partition "
                 f"{P.method} (edge cut {cut} of {A.nnz} entries, "
-                f"{100 * cut / max(A.nnz, 1):.1f} %)")
+                f"{100 * cut / max(A.nnz, 1):.1f} %), on {self.device}")
