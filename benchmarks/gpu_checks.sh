@@ -27,13 +27,15 @@ t0=$(date +%s)
 step() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 settle() { pkill -f "python3 -m pytest" 2>/dev/null; sleep 1; }
 SLOW="test_sampler_on_each_backend or test_device_cache or test_staging"
+# The main job's placements train in the pipeline step below: not here too.
+SLOW="$SLOW or test_job_each_placement_on_gpu"
 step tests
 timeout 150 python3 -m pytest -n 2 -v --timeout 100 --timeout-method thread -p no:cacheprovider \
   -o addopts= -W ignore -k "(cupy or gpu) and ($SLOW)" tests/sampling > "$OUT/tests_slow.txt" 2>&1 &
 slow=$!
 timeout 150 python3 -m pytest -n 6 -v --timeout 100 --timeout-method thread -p no:cacheprovider \
   -o addopts= -W ignore -k "(cupy or gpu) and not test_gpu_path and not ($SLOW)" tests/kernels \
-  tests/spla tests/sampling > "$OUT/tests.txt" 2>&1
+  tests/spla tests/sampling tests/train > "$OUT/tests.txt" 2>&1
 echo "rc=$?"; grep -E "FAILED|ERROR|Timeout|passed|failed" "$OUT/tests.txt" | grep -v PASSED | head -20
 wait $slow; echo "slow tests rc=$?"
 grep -E "FAILED|ERROR|Timeout|passed|failed" "$OUT/tests_slow.txt" | grep -v PASSED | head -10

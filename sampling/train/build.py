@@ -165,10 +165,14 @@ def resolve_placement(opts, comm, A, features):
     (capped by ``--device-memory-limit`` or ``$SPLA_DEVICE_MEMORY_LIMIT``).
     None with ``--device cpu`` and under MPI or with a partitioned graph,
     where the distributed graph is sampled on the host as always (there
-    ``--sample-on cuda|uva`` is a ``UsageError``).
+    ``--sample-on cuda|uva`` is a ``UsageError``).  'cpu' with
+    ``--features columns``: P3's first layer reads the inputs on the host.
     """
     if opts.device != "cuda":
         return None
+    if opts.features == "columns":
+        return "cpu" if (opts.graph != "partitioned"
+                         and (comm is None or comm.Get_size() == 1)) else None
     size = 1 if comm is None else comm.Get_size()
     if opts.graph == "partitioned" or size > 1:
         if opts.sample_on in ("cuda", "uva"):

@@ -239,9 +239,11 @@ def _check_features(opts):
     if opts.features not in FEATURE_LAYOUTS:
         raise UsageError(f"unknown feature layout {opts.features!r}; use rows or columns")
     if opts.features == "columns":
-        if opts.device != "cpu":
-            raise UsageError("--features columns runs on the CPU (its push-pull exchanges "
-                             "host buffers); use --device cpu or --features rows")
+        if opts.sample_on in ("cuda", "uva"):
+            raise UsageError(f"--sample-on {opts.sample_on} applies to --features rows (with "
+                             "--features columns the first layer reads the minibatches' "
+                             "inputs on the host, where the CPU samples them); use "
+                             "--sample-on cpu or auto")
         if opts.feature_cache:
             raise UsageError("--feature-cache applies to --features rows (with --features "
                              "columns every rank holds every vertex's columns: nothing is "

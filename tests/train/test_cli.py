@@ -108,9 +108,10 @@ REJECTED = [
     (["--graph", "partitioned", "--feature-cache", "ten"], "expected a fraction in [0, 1]"),
     (["--graph", "partitioned", "--feature-cache", "0.1", "--cache-policy", "lru"],
      "argument --cache-policy: invalid choice: 'lru'"),
-    (["--features", "columns", "--device", "cuda"], "--features columns runs on the CPU (its "
-                                                    "push-pull exchanges host buffers); use "
-                                                    "--device cpu or --features rows"),
+    (["--features", "columns", "--device", "cuda", "--sample-on", "uva"],
+     "--sample-on uva applies to --features rows (with --features columns the first layer "
+     "reads the minibatches' inputs on the host, where the CPU samples them); use "
+     "--sample-on cpu or auto"),
     (["--features", "columns", "--graph", "partitioned", "--feature-cache", "0.1"],
      "--feature-cache applies to --features rows"),
     (["--features", "cols"], "argument --features: invalid choice: 'cols'"),
@@ -128,6 +129,16 @@ def test_rejected_with_one_error_line_and_exit_2(args, message, tmp_path, npz, c
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert message.format(tmp=tmp_path) in lines[0], lines[0]
     assert out == ""
+
+
+def test_p3_columns_on_a_gpu_it_cannot_see_names_the_gpu(capsys):
+    # --features columns trains on a GPU (its first layer staged through the
+    # host): without one the missing GPU is the error, not the option.
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("checks the error of a machine without a CUDA GPU")
+    rc, out, err = run_main(["--features", "columns", "--device", "cuda"] + QUICK, capsys)
+    assert rc == 2 and "--device cuda: this PyTorch build sees no CUDA GPU" in err, err
 
 
 # -- accepted values ---------------------------------------------------------------------------

@@ -241,6 +241,42 @@ def test_p3_model_training_steps_equal_the_dense_model():
                                net.layers[0].lin_neigh.weight.detach().numpy().T, atol=1e-10)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("Model, sparse", [(GraphSAGE, False), (GCN, True)])
+def test_p3_model_on_a_gpu_equals_the_cpus(Model, sparse):
+    # Push-pull stages the first layer through host memory; the heads, the
+    # aggregation and layers 2..L run on the weights' device.
+    x, A = _setup(8)
+    x[np.abs(x) < 0.7] = 0.0
+    mb = SageSampler(A, [3, 3]).sample([np.array([1, 4, 9, 20])], seed=3)[0]
+    torch.manual_seed(0)
+    net = Model(x.shape[1], 5, 3, num_layers=2, dropout=0.5).double()
+    store = ColumnFeatureStore(sp.csr_matrix(x) if sparse else x)
+    cpu = P3Model(copy.deepcopy(net), store).eval()
+    gpu = P3Model(copy.deepcopy(net).to("cuda"), store).eval()
+    want, got = cpu([mb]), gpu([mb])
+    assert got.device.type == "cuda"
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), atol=1e-10)
+    want.sum().backward()
+    got.sum().backward()
+    for a, b in zip(cpu.parameters(), gpu.parameters()):
+        np.testing.assert_allclose(b.grad.cpu().numpy(), a.grad.numpy(), atol=1e-10)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_main_job_with_columns_on_a_gpu_trains_like_the_cpu():
+    # Without dropout the two runs differ only by the rounding of their
+    # products: the same minibatches (sampled on the host either way).
+    import io
+    from sampling.train import TrainOptions, run
+    accs = [run(TrainOptions(dataset="cora", features="columns", device=device, epochs=5,
+                             dropout=0.0, threads=1), out=io.StringIO())
+            for device in ("cpu", "cuda")]
+    assert abs(accs[1] - accs[0]) <= 0.01, accs
+
+
 def test_p3_model_errors():
     x, A = _setup(7)
     store = ColumnFeatureStore(x)

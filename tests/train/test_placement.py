@@ -148,6 +148,11 @@ def test_resolve_placement(monkeypatch):
     ptr = int(A.indptr.nbytes)
     assert auto(-(-(32 + ptr) * 4 // 3)) == "uva"
     assert auto(-(-(32 + ptr) * 4 // 3) - 2) == "cpu"
+    # P3's first layer reads the minibatches' inputs on the host: the CPU
+    # samples them, however much device memory there is.
+    cols = TrainOptions(device="cuda", features="columns", device_memory_limit=1 << 20)
+    assert resolve_placement(cols, None, A, X) == "cpu"
+    assert resolve_placement(cols, _FakeComm(2), A, X) is None
 
 
 class OutOfMemoryError(Exception):

@@ -256,7 +256,8 @@ class P3Model(Module):
     def _after_push_pull(self, mb, heads):
         """Logits of ``mb`` from push-pull's heads: the first layer's aggregation, then 2..L."""
         from sampling.models import block_matmul, block_operators, feature_dropout
-        ops = block_operators(mb, self.normalize, heads[0].dtype)
+        # On the heads' device: the blocks (sampled on the host) are copied there.
+        ops = block_operators(mb, self.normalize, heads[0].dtype, heads[0].device)
         if self.kind == "sage":
             root, neigh = heads
             h = root + self.bias + block_matmul(ops[0], neigh)
