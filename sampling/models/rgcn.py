@@ -15,6 +15,7 @@ edges (``index_add``), so the gradient is autograd's own.
 
 import numpy as np
 
+from spla import backend
 from spla.checks import as_int, fail
 from spla.exceptions import InvalidValue
 
@@ -47,6 +48,13 @@ class RGCN(_Module):
     num_bases : int, optional
         Default: the number of relations (no sharing).
     dropout : float, default 0.0
+
+    Notes
+    -----
+    The model runs where its parameters are (``model.to("cuda")``); the
+    minibatch may come from a sampler on the host or on the GPU: each
+    block's edges are copied to the parameters' device, and features given
+    as numpy arrays too.
 
     Examples
     --------
@@ -104,7 +112,7 @@ class RGCN(_Module):
                          "none")
                 xt = x[t]
                 xt = xt if isinstance(xt, torch.Tensor) else torch.from_numpy(np.asarray(xt))
-                h[t] = layer(xt.to(layer.weight.dtype))
+                h[t] = layer(xt.to(layer.weight.device, layer.weight.dtype))
             else:
                 h[t] = layer(ids)
         return h
@@ -115,6 +123,8 @@ class RGCN(_Module):
             fail(InvalidValue, "RGCN.forward", "mb",
                  f"a minibatch of {self.num_layers} layers", len(mb.layers))
         h = self.embed(mb, x)
+        # The model's device: the blocks' edges (host or cupy arrays) go there.
+        dev = self.bases[0].device
         for i, layer in enumerate(mb.layers):
             W = torch.einsum("rb,bio->rio", self.coeffs[i], self.bases[i])
             out = {}
@@ -125,10 +135,10 @@ class RGCN(_Module):
                 b = layer.blocks[rel]
                 if not b.num_edges:
                     continue
-                e = torch.from_numpy(np.asarray(b.edge_index()))
+                e = torch.from_numpy(np.asarray(backend.to_host(b.edge_index()))).to(dev)
                 deg = torch.bincount(e[1], minlength=b.num_dst).clamp(min=1)
                 msg = (h[s] @ W[r])[e[0]]
-                agg = torch.zeros(b.num_dst, msg.shape[1], dtype=msg.dtype)
+                agg = torch.zeros(b.num_dst, msg.shape[1], dtype=msg.dtype, device=dev)
                 agg = agg.index_add(0, e[1], msg) / deg.unsqueeze(1).to(msg.dtype)
                 out[d] = out[d] + agg
             if i + 1 < self.num_layers:

@@ -12,7 +12,9 @@ destination type with ``--partition metis|hash``),
 the loaders fetch features from per-type stores (``HeteroFeatureStore``:
 a rank holds its row block of every type, a bulk's rows of every type
 come in one exchange; the epoch table's features column counts its bytes)
-and the gradients are averaged as for any run.
+and the gradients are averaged as for any run.  With ``--device cuda`` the
+sampling and the feature gathers stay on the host and R-GCN trains on the
+GPU (the loader copies each minibatch's features and labels there).
 """
 
 from dataclasses import dataclass, field
@@ -57,7 +59,9 @@ def check_hetero_options(opts, sampler, model):
                                       "samplers have no heterogeneous form)"),
              (opts.features != "rows", "--features columns"),
              (opts.feature_cache > 0, "--feature-cache"),
-             (opts.device != "cpu", "--device cuda (heterogeneous sampling runs on the CPU)"),
+             (opts.sample_on in ("cuda", "uva"), f"--sample-on {opts.sample_on} (the job "
+                                                  "samples a heterogeneous graph on the CPU; "
+                                                  "--device cuda trains R-GCN on the GPU)"),
              (sampler is not None, "a sampler instance (the trainer builds HeteroGraphSAGE)"),
              (model is not None, "a model instance (the trainer builds RGCN)")]
     for bad, what in wrong:

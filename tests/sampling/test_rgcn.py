@@ -98,3 +98,25 @@ def test_featureless_types_use_embeddings():
     assert grad.is_sparse
     rows = np.unique(grad.coalesce().indices().numpy())
     assert set(rows.tolist()) <= set(mb.input_nodes["author"].tolist())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_rgcn_on_the_gpu_reads_host_minibatches():
+    # Blocks sampled on the host, features as numpy arrays, the model on
+    # the GPU: the CPU's outputs and gradients up to rounding.
+    import copy
+    G = mag_dataset(4).to_undirected()
+    G.x = {"paper": G.x["paper"]}          # an embedding type too
+    torch.manual_seed(0)
+    cpu = RGCN(G, 8, 3)
+    gpu = copy.deepcopy(cpu).to("cuda")
+    mb, = HeteroGraphSAGE(G, [3, 3]).sample([np.arange(5)], node_type="paper", seed=0)
+    x = {"paper": G.x["paper"][mb.input_nodes["paper"]]}
+    want, got = cpu(mb, x=x), gpu(mb, x=x)
+    assert got.device.type == "cuda"
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), atol=1e-5)
+    want.sum().backward()
+    got.sum().backward()
+    np.testing.assert_allclose(gpu.bases[0].grad.cpu().numpy(), cpu.bases[0].grad.numpy(),
+                               atol=1e-5)

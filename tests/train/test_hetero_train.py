@@ -63,3 +63,28 @@ def test_options_that_cannot_apply_are_refused(capsys, argv, message):
 def test_a_given_model_is_refused_with_a_heterogeneous_dataset():
     with pytest.raises(UsageError, match="a model instance"):
         Trainer(TrainOptions(dataset="mag:6", epochs=1, threads=1), model=torch.nn.Linear(2, 2))
+
+
+def test_the_gpu_trains_rgcn_and_gpu_placements_are_refused():
+    # --device cuda trains R-GCN on the GPU from minibatches sampled on the
+    # host: only a GPU placement of the sampling is refused.
+    from sampling.train.hetero import check_hetero_options
+    check_hetero_options(TrainOptions(dataset="mag:6", device="cuda"), None, None)
+    check_hetero_options(TrainOptions(dataset="mag:6", device="cuda", sample_on="cpu"),
+                         None, None)
+    for where in ("cuda", "uva"):
+        with pytest.raises(UsageError, match=f"--sample-on {where} .*heterogeneous"):
+            check_hetero_options(TrainOptions(dataset="mag:6", device="cuda", sample_on=where),
+                                 None, None)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_rgcn_on_the_gpu_trains_like_the_cpu():
+    # No dropout: torch's GPU and CPU generators draw different masks; the
+    # runs then differ only by the rounding of their products.
+    cpu, acc_cpu = _fit(dropout=0.0)
+    gpu, acc_gpu = _fit(dropout=0.0, device="cuda")
+    assert all(p.device.type == "cuda" for p in gpu.model.parameters())
+    assert abs(gpu.history[-1].loss - cpu.history[-1].loss) < 1e-3
+    assert abs(acc_gpu - acc_cpu) <= 0.02
