@@ -77,21 +77,23 @@ def run_bns(opts, comm=None, out=None):
     (rank 0); returns the test accuracy.  Collective.
     """
     from sampling.train.bns import BNSTrainer, rank_table
-    from sampling.train.launch import default_threads, using_threads
+    from sampling.train.launch import default_threads, use_local_gpu, using_threads
     from sampling.train.build import check_cuda, load_dataset as _load
     out = out or sys.stdout
     comm = world_comm(need_mpi=True) if comm is None else comm
     threads = opts.threads or default_threads()
     with using_threads(threads, opts.threads or 1):
         with C.collective_checks(comm):
-            if opts.device == "cuda":
+            device = opts.device
+            if device == "cuda":
                 check_cuda(require_torch(), cupy=False)
+                device = use_local_gpu(require_torch())
             ds = _load(opts)
         trainer = BNSTrainer(ds, comm, model=opts.model or "gcn", boundary_keep=opts.boundary_keep,
                              partition=opts.partition, hidden=opts.hidden,
                              layers=opts.layers or 2, dropout=opts.dropout, lr=opts.lr,
                              weight_decay=opts.weight_decay, seed=opts.seed,
-                             device=opts.device)
+                             device=device)
         say = (lambda line: print(line, file=out, flush=True)) if trainer.rank == 0 else None
         if say:
             say(trainer.describe())

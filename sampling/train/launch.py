@@ -41,6 +41,58 @@ def world_comm(need_mpi=False):
     return MPI.COMM_WORLD
 
 
+def local_rank():
+    """This process's rank among the job's ranks on its node, as the launcher set it
+    (MPICH's, Open MPI's or Slurm's variable; 0 without a launcher).
+
+    Examples
+    --------
+    >>> isinstance(local_rank(), int) and local_rank() >= 0
+    True
+    """
+    for var in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"):
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def local_gpu(count, rank=None):
+    """The GPU index a rank drives: its node-local rank modulo the node's ``count``
+    GPUs (``rank`` defaults to ``local_rank()``), or None when there is none.
+
+    Ranks on a node spread over its GPUs as DistDGL and torch's DDP place
+    them; more ranks than GPUs share them in turn.
+
+    Examples
+    --------
+    >>> [local_gpu(4, r) for r in range(6)], local_gpu(0, 1)
+    ([0, 1, 2, 3, 0, 1], None)
+    """
+    if count < 1:
+        return None
+    return (local_rank() if rank is None else int(rank)) % count
+
+
+def use_local_gpu(torch):
+    """Make this rank's GPU (``local_gpu``) the current device of torch and cupy;
+    returns it as a ``torch.device`` (``cuda`` unchanged where torch sees no GPU,
+    for the caller's check to report).
+
+    The job's ``--device cuda`` means this device: on a node with several
+    GPUs its ranks would otherwise all run on the first.
+    """
+    index = local_gpu(torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    if index is None:
+        return torch.device("cuda")
+    torch.cuda.set_device(index)
+    from spla.optional import optional_import
+    cupy = optional_import("cupy")
+    if cupy is not None:
+        cupy.cuda.Device(index).use()
+    return torch.device("cuda", index)
+
+
 def default_threads():
     """Cores per rank on this node: NUMBA_NUM_THREADS if set, else cores / local ranks."""
     env = os.environ.get("NUMBA_NUM_THREADS")

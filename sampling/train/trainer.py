@@ -33,7 +33,7 @@ from sampling.train.build import (check_cuda, check_logits, check_model, check_s
                                   make_sampler, make_store, plan_bulk, resolve_placement,
                                   sampler_kind)
 from sampling.train.hetero import build_hetero, homogeneous_only, is_hetero
-from sampling.train.launch import default_threads, using_threads, world_comm
+from sampling.train.launch import default_threads, use_local_gpu, using_threads, world_comm
 from sampling.train.state import RunState
 from sampling.train.options import PHASES, TrainOptions, UsageError, check_options
 from sampling.train.report import format_row, header
@@ -152,7 +152,8 @@ class Trainer:
         # so a second torch thread does not slow a loaded machine down.
         self.threads = opts.threads or default_threads()
         self.torch_threads = opts.threads or self.threads
-        self.device = torch.device(opts.device)
+        # --device cuda: this rank's GPU on its node (ranks spread over a node's GPUs).
+        self.device = use_local_gpu(torch) if opts.device == "cuda" else torch.device(opts.device)
         self.given_sampler = sampler is not None
         self.given_model = model is not None
         self._state = RunState(torch, self.device, self.threads, self.torch_threads)

@@ -114,3 +114,12 @@ def test_rgcn_on_a_heterogeneous_graph_same_on_every_rank_for_any_bulk(comm, gra
         runs.append((trainer.parameter_checksum(), stats.loss, trainer.evaluate("val")))
     assert runs[0] == runs[1], runs
     assert len({str(r) for r in comm.allgather(runs[0])}) == 1
+
+
+def test_local_ranks_spread_a_node_over_its_gpus(comm):
+    # mpiexec on one node: the launcher's local ranks are the ranks, so the
+    # job's --device cuda gives each rank its own GPU where there are enough.
+    from sampling.train.launch import local_gpu, local_rank
+    ranks = comm.allgather(local_rank())
+    assert ranks == list(range(comm.size))
+    assert comm.allgather(local_gpu(comm.size)) == list(range(comm.size))

@@ -458,6 +458,43 @@ def test_numba_threads_are_restored():
         assert got[case]["after"] == [2, 3], got
 
 
+# -- the GPU a rank drives ---------------------------------------------------------------------
+@pytest.mark.parametrize("env, want", [
+    ({"MPI_LOCALRANKID": "3"}, 3), ({"OMPI_COMM_WORLD_LOCAL_RANK": "2"}, 2),
+    ({"SLURM_LOCALID": "5"}, 5), ({"MPI_LOCALRANKID": "x", "SLURM_LOCALID": "1"}, 1), ({}, 0),
+])
+def test_local_rank_reads_the_launchers_variable(monkeypatch, env, want):
+    from sampling.train.launch import local_gpu, local_rank
+    for var in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    assert local_rank() == want
+    assert local_gpu(2) == want % 2 and local_gpu(0) is None
+
+
+def test_use_local_gpu_makes_the_ranks_gpu_current(monkeypatch):
+    # A node of 4 GPUs seen through stand-ins for torch.cuda and cupy:
+    # local rank 6 drives GPU 2, for torch and for cupy.
+    import types
+    import spla.optional
+    from sampling.train.launch import use_local_gpu
+    monkeypatch.setenv("MPI_LOCALRANKID", "6")
+    current = {}
+    cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 4,
+                                 set_device=lambda i: current.update(torch=i))
+    fake_torch = types.SimpleNamespace(cuda=cuda, device=torch.device)
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Device=lambda i: types.SimpleNamespace(use=lambda: current.update(cupy=i))))
+    monkeypatch.setattr(spla.optional, "optional_import",
+                        lambda name: fake_cupy if name == "cupy" else None)
+    assert use_local_gpu(fake_torch) == torch.device("cuda", 2)
+    assert current == {"torch": 2, "cupy": 2}
+    # No GPU seen: 'cuda' as given, for the caller's check to name.
+    cuda.is_available = lambda: False
+    assert use_local_gpu(fake_torch) == torch.device("cuda")
+
+
 # -- under MPI -------------------------------------------------------------------------------
 
 MPI_SCRIPT = """
