@@ -22,11 +22,7 @@ def launcher_rank():
     >>> isinstance(launcher_rank(), int)
     True
     """
-    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
-        value = os.environ.get(var, "")
-        if value.isdigit():
-            return int(value)
-    return 0
+    return _env_int(("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"))
 
 
 def world_comm(need_mpi=False):
@@ -50,7 +46,12 @@ def local_rank():
     >>> isinstance(local_rank(), int) and local_rank() >= 0
     True
     """
-    for var in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"):
+    return _env_int(("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"))
+
+
+def _env_int(names):
+    """The first of the environment variables ``names`` holding a number, else 0."""
+    for var in names:
         value = os.environ.get(var, "")
         if value.isdigit():
             return int(value)
