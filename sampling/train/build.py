@@ -158,28 +158,36 @@ def make_partition(opts, comm, A):
 
 
 def resolve_placement(opts, comm, A, features):
-    """Where ``--device cuda`` samples on one process: 'cuda', 'uva' or 'cpu'.
+    """Where ``--device cuda`` samples: 'cuda', 'uva' or 'cpu' (None: a distributed graph).
 
-    ``--sample-on`` when given, else ``choose_placement`` on the graph's and
-    the (dense float32) features' bytes against the free device memory
-    (capped by ``--device-memory-limit`` or ``$SPLA_DEVICE_MEMORY_LIMIT``).
-    None with ``--device cpu`` and under MPI or with a partitioned graph,
-    where the distributed graph is sampled on the host as always (there
-    ``--sample-on cuda|uva`` is a ``UsageError``).  'cpu' with
-    ``--features columns``: P3's first layer reads the inputs on the host.
+    On one process ``--sample-on`` when given, else ``choose_placement`` on
+    the graph's and the (dense float32) features' bytes against the free
+    device memory (capped by ``--device-memory-limit`` or
+    ``$SPLA_DEVICE_MEMORY_LIMIT``).  'cpu' with ``--features columns``: P3's
+    first layer reads the inputs on the host.  None with ``--device cpu``
+    and with a partitioned graph, sampled on the host as always (there
+    ``--sample-on cuda|uva`` is a ``UsageError``).  Under MPI with a
+    replicated graph, ``--sample-on cuda`` gives every rank a copy of the
+    graph on its GPU, where it samples its share of each bulk; ``auto`` and
+    ``cpu`` keep the host's replicated ``DistMatrix`` (None), and ``uva``
+    is refused (every rank would pin its own copy of the graph).
     """
     if opts.device != "cuda":
         return None
-    if opts.features == "columns":
-        return "cpu" if (opts.graph != "partitioned"
-                         and (comm is None or comm.Get_size() == 1)) else None
     size = 1 if comm is None else comm.Get_size()
-    if opts.graph == "partitioned" or size > 1:
+    if opts.features == "columns":
+        return "cpu" if opts.graph != "partitioned" and size == 1 else None
+    if opts.graph == "partitioned" or (size > 1 and opts.sample_on == "uva"):
         if opts.sample_on in ("cuda", "uva"):
+            why = ("a partitioned graph is sampled on the host, each rank its rows; use "
+                   "--sample-on cpu or auto" if opts.graph == "partitioned" else
+                   "under mpiexec every rank would pin its own copy of the graph; use "
+                   "--sample-on cuda, cpu or auto")
             raise UsageError(f"--sample-on {opts.sample_on} applies to one process with "
-                             "--graph replicated (a distributed graph is sampled on the "
-                             "host); use --sample-on cpu or auto")
+                             f"--graph replicated ({why})")
         return None
+    if size > 1:
+        return "cuda" if opts.sample_on == "cuda" else None
     if opts.sample_on != "auto":
         return opts.sample_on
     from sampling.loading.placement import choose_placement, free_device_bytes
@@ -192,12 +200,14 @@ def resolve_placement(opts, comm, A, features):
 def make_sampler(opts, comm, A, P, placement=None):
     """(graph, sampler) that ``opts`` name: the graph distributed over ``comm`` when
     partitioned or under MPI (replicated then), else where ``placement`` says
-    (``resolve_placement``: device memory, mapped host memory or the host)."""
+    (``resolve_placement``: device memory, mapped host memory or the host).
+    Under MPI with placement 'cuda' every rank holds the graph on its GPU: a
+    local graph, whose sampler the loader runs on each rank's share of a bulk."""
     import spla
     from sampling import FastGCN, GraphSAGE, LADIES
     size = 1 if comm is None else comm.Get_size()
     partitioned = opts.graph == "partitioned"
-    if partitioned or size > 1:
+    if partitioned or (size > 1 and placement != "cuda"):
         layout = "1.5d" if opts.replication > 1 else "1d"
         G = spla.distribute(A, comm, layout=layout, replication=opts.replication,
                             replicate_graph=not partitioned, partition=P)

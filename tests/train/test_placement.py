@@ -134,9 +134,18 @@ def test_resolve_placement(monkeypatch):
     cpu = TrainOptions()
     assert resolve_placement(cpu, None, A, X) is None
     assert resolve_placement(TrainOptions(device="cuda", sample_on="uva"), None, A, X) == "uva"
-    with pytest.raises(UsageError, match="one process"):
+    # Under MPI: each rank's GPU only when asked; UVA would pin a copy per rank.
+    with pytest.raises(UsageError, match="one process .*every rank would pin"):
         resolve_placement(TrainOptions(device="cuda", sample_on="uva"), _FakeComm(2), A, X)
     assert resolve_placement(TrainOptions(device="cuda"), _FakeComm(2), A, X) is None
+    assert resolve_placement(TrainOptions(device="cuda", sample_on="cpu"), _FakeComm(2), A,
+                             X) is None
+    assert resolve_placement(TrainOptions(device="cuda", sample_on="cuda"), _FakeComm(2), A,
+                             X) == "cuda"
+    for comm in (None, _FakeComm(2)):
+        with pytest.raises(UsageError, match="partitioned graph is sampled on the host"):
+            resolve_placement(TrainOptions(device="cuda", sample_on="cuda",
+                                           graph="partitioned"), comm, A, X)
     # auto under a cap: all fits in 1 MiB; nothing fits in 40 bytes (0.75 * 40 < 32).
     auto = lambda cap: resolve_placement(TrainOptions(device="cuda", device_memory_limit=cap),
                                          None, A, X)
@@ -153,6 +162,20 @@ def test_resolve_placement(monkeypatch):
     cols = TrainOptions(device="cuda", features="columns", device_memory_limit=1 << 20)
     assert resolve_placement(cols, None, A, X) == "cpu"
     assert resolve_placement(cols, _FakeComm(2), A, X) is None
+
+
+def test_each_rank_samples_on_its_gpu_from_a_local_copy(monkeypatch):
+    # Placement 'cuda' under MPI: a local graph (moved to the rank's GPU),
+    # not a replicated DistMatrix, so the loader splits each bulk over the
+    # ranks; the other placements keep the host's DistMatrix.
+    import spla
+    from sampling.train.build import make_sampler
+    A = spla.Matrix.from_coo([0, 1, 2], [1, 2, 0], shape=(3, 3))
+    moved = []
+    monkeypatch.setattr(spla.Matrix, "to", lambda M, *a, **k: moved.append(a) or M)
+    G, s = make_sampler(TrainOptions(device="cuda", sample_on="cuda"), _FakeComm(2), A, None,
+                        "cuda")
+    assert moved == [("cuda",)] and G is A and s.D is None
 
 
 class OutOfMemoryError(Exception):
