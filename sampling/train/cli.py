@@ -312,7 +312,9 @@ def _model_arguments(p, d):
                         "(graph in device memory), uva (graph in pinned host memory the GPU "
                         "reads), cpu (CPU sampling, inputs copied through pinned buffers "
                         "while the previous bulk trains: give --prefetch K); auto picks from "
-                        "the graph's size and the free device memory" + _default(d.sample_on))
+                        "the graph's size and the free device memory.  Under mpiexec with "
+                        "--graph replicated: cuda puts a copy of the graph on each rank's "
+                        "GPU, auto and cpu sample on the host" + _default(d.sample_on))
     p.add_argument("--device-memory-limit", type=_positive_int, metavar="BYTES",
                    help="--device cuda: at most BYTES of device memory: --sample-on auto "
                         "sees BYTES as free, and cupy's pool and torch's allocator may each "
