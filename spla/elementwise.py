@@ -173,7 +173,7 @@ def select(A, predicate, thunk=0, *, mask=None, out=None, accum=None, replace=Fa
 
 
 def _select_mask(xp, A, pred, thunk):
-    i = row_ids(A.indptr)
+    i = row_ids(A.indptr, A.nnz)
     j = A.indices.astype(np.int64)
     v = _values_or_ones(A)
     table = {
@@ -193,7 +193,7 @@ def _filter(A, keep):
     xp = A.xp
     counts = xp.zeros(A.nrows + 1, np.int64)
     if A.nnz:
-        kept_rows = row_ids(A.indptr)[keep]
+        kept_rows = row_ids(A.indptr, A.nnz)[keep]
         counts[1:] = xp.bincount(kept_rows, minlength=A.nrows)
     ptr = xp.cumsum(counts)
     vals = None if A.values is None else A.values[keep]
@@ -381,7 +381,7 @@ def normalize_rows(A):
         A = A.astype(np.float64)
     sums = reduce_rowwise(A, "plus")
     safe = xp.where(sums == 0, 1, sums).astype(A.dtype)
-    return Matrix._new(A.indptr, A.indices, A.values / safe[row_ids(A.indptr)], A.shape)
+    return Matrix._new(A.indptr, A.indices, A.values / safe[row_ids(A.indptr, A.nnz)], A.shape)
 
 
 _COLUMN_UFUNCS = {"plus": np.add, "times": np.multiply, "min": np.minimum, "max": np.maximum}

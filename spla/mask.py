@@ -159,7 +159,7 @@ def entries(X):
     """(keys, values or None) of a Matrix or Vector, keys sorted."""
     if isinstance(X, Vector):
         return X.indices, X.values
-    return row_ids(X.indptr) * np.int64(X.ncols) + X.indices.astype(np.int64), X.values
+    return row_ids(X.indptr, X.nnz) * np.int64(X.ncols) + X.indices.astype(np.int64), X.values
 
 
 def positions(X, keys):

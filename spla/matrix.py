@@ -515,7 +515,7 @@ class Matrix:
         xp = self.xp
         dtype = np.float64 if self._values is None else self._values.dtype
         D = xp.zeros(self._shape, dtype)
-        D[row_ids(self._indptr), self._indices] = 1 if self._values is None else self._values
+        D[row_ids(self._indptr, self.nnz), self._indices] = 1 if self._values is None else self._values
         return D
 
     def to(self, device, *, memory="device"):

@@ -32,7 +32,7 @@ def _ids(X, use_rows):
         return X.indices.astype(np.int64)
     ids = X._cache.get("row_ids")
     if ids is None:
-        ids = X._cache["row_ids"] = row_ids(X.indptr)
+        ids = X._cache["row_ids"] = row_ids(X.indptr, X.nnz)
     return ids
 
 
@@ -214,7 +214,7 @@ def expand(A, B):
     first = xp.cumsum(deg) - deg
     b_pos = B.indptr[A.indices.astype(np.int64)][a_pos] + (
         xp.arange(total, dtype=np.int64) - first[a_pos])
-    i = row_ids(A.indptr)[a_pos]
+    i = row_ids(A.indptr, A.nnz)[a_pos]
     k = A.indices.astype(np.int64)[a_pos]
     return a_pos, b_pos, i, k, B.indices.astype(np.int64)[b_pos]
 

@@ -55,7 +55,7 @@ def transpose(A):
     else:
         # A stable sort by column keeps rows ascending inside each new row.
         order = xp.argsort(A.indices, kind="stable")
-        rows = row_ids(A.indptr)[order]
+        rows = row_ids(A.indptr, A.nnz)[order]
         counts = xp.bincount(A.indices, minlength=A.ncols) if A.nnz else \
             xp.zeros(A.ncols, np.int64)
         ptr = indptr_from_counts(counts)
@@ -303,7 +303,7 @@ def split_blocks(M, row_ptr, col_ptr, *, check=True):
     if check and M.nnz:
         row_ptr, col_ptr = xp.asarray(rp), xp.asarray(cp)
         group_of_row = xp.searchsorted(row_ptr, xp.arange(M.nrows), side="right") - 1
-        g = group_of_row[row_ids(M.indptr)]
+        g = group_of_row[row_ids(M.indptr, M.nnz)]
         j = M.indices.astype(np.int64)
         if bool(((j < col_ptr[g]) | (j >= col_ptr[g + 1])).any()):
             fail(InvalidValue, func, "M", "a block-diagonal matrix for these offsets",

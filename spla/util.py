@@ -5,8 +5,16 @@ import numpy as np
 from spla.backend import xp_of_array
 
 
-def row_ids(indptr):
+def row_ids(indptr, nnz=None):
     """The row of every entry of a CSR matrix (int64, length nnz).
+
+    Parameters
+    ----------
+    indptr : numpy or cupy array of int, shape (nrows + 1,)
+    nnz : int, optional
+        The number of entries, when known (a matrix's ``nnz``, its indices'
+        length): on a GPU, reading ``indptr[-1]`` instead is a blocking
+        device-to-host read.
 
     Examples
     --------
@@ -14,9 +22,11 @@ def row_ids(indptr):
     >>> from spla.util import row_ids
     >>> row_ids(np.array([0, 2, 2, 3]))
     array([0, 0, 2])
+    >>> row_ids(np.array([0, 2, 2, 3]), nnz=3)
+    array([0, 0, 2])
     """
     xp = xp_of_array(indptr)
-    nnz = int(indptr[-1])
+    nnz = int(indptr[-1]) if nnz is None else int(nnz)
     n = indptr.size - 1
     if xp is np:
         return np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))

@@ -65,6 +65,7 @@ import spla
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 from spla.optional import optional_import, require
+from spla.util import row_ids
 
 torch = optional_import("torch")
 nn = None if torch is None else torch.nn
@@ -153,10 +154,14 @@ class BlockOperator:
         m, n = adj.shape
         np_dtype = _numpy_dtype(dtype) or np.float64
         # Normalise in float64, then round once to the operator's precision.
-        if normalize and adj.nnz and adj.is_structural and adj.device == "cpu":
-            # A sampled block's usual case: the mean is 1 / degree, one pass.
-            deg = adj.row_degrees()
-            M = adj.with_values(np.repeat(1.0 / np.maximum(deg, 1), deg).astype(np_dtype))
+        if normalize and adj.nnz and adj.is_structural:
+            # A sampled block's usual case: the mean is 1 / degree (what
+            # normalize_rows gives a structural row, bit for bit), in a few
+            # array operations and no device-to-host read on a GPU.
+            xp, deg = adj.xp, adj.row_degrees()
+            inv = (1.0 / xp.maximum(deg, 1)).astype(np_dtype)
+            M = adj.with_values(np.repeat(inv, deg) if xp is np
+                                else inv[row_ids(adj.indptr, adj.nnz)])
         else:
             M = adj.astype(np.float64) if adj.dtype != np.float64 else adj
             if normalize and adj.nnz:

@@ -60,7 +60,7 @@ class Block:
     def edge_index(self):
         """(2, nnz) int64 array of (source, destination) *local* ids, PyG order."""
         xp = self.adj.xp
-        return xp.stack([self.adj.indices.astype(np.int64), row_ids(self.adj.indptr)])
+        return xp.stack([self.adj.indices.astype(np.int64), row_ids(self.adj.indptr, self.adj.nnz)])
 
     def to_scipy(self):
         """The adjacency as a ``scipy.sparse.csr_matrix`` (host)."""
@@ -187,7 +187,7 @@ class MiniBatch:
         out = []
         for b in self.blocks:
             adj = b.adj
-            rows = b.dst_nodes[row_ids(adj.indptr)]
+            rows = b.dst_nodes[row_ids(adj.indptr, adj.nnz)]
             cols = b.src_nodes[adj.indices]
             out.append(entry_positions(graph, rows, cols))
         return out

@@ -408,3 +408,26 @@ def test_sim_hetero_relations_on_two_devices_are_refused(cp):
     rels[first] = rels[first].to("cuda")
     with pytest.raises(InvalidValue, match="relations on one device"):
         HeteroGraphSAGE(HeteroGraph(H.num_nodes, rels), [2])
+
+
+def test_sim_block_operator_and_edge_index_read_nothing(cp):
+    """A device block's mean weights (``BlockOperator`` on a structural block)
+    and its edge index: the CPU's values, bit for bit, without a blocking read
+    (each would drain the GPU's queue in every training step)."""
+    import fake_cupy
+    pytest.importorskip("torch")
+    from sampling import GraphSAGE
+    from sampling.models.layers import BlockOperator
+    A, _ = _graph(seed=7)
+    seeds = _seeds(A.nrows, k=1)
+    want, = GraphSAGE(A, [3, 2]).sample(seeds, seed=1)
+    got, = GraphSAGE(A.to("cuda"), [3, 2]).sample([cp.asarray(s) for s in seeds], seed=1)
+    for bg, bw in zip(got.blocks, want.blocks):
+        assert bg.adj.is_structural and bg.adj.nnz
+        fake_cupy.reset()
+        op = BlockOperator(bg)
+        edges = bg.edge_index()
+        assert fake_cupy.STATS["reads"] == 0, fake_cupy.STATS
+        assert np.array_equal(_host(op.matrix.values), BlockOperator(bw).matrix.values)
+        assert op.matrix.values.dtype == np.float32
+        assert np.array_equal(_host(edges), bw.edge_index())

@@ -70,7 +70,7 @@ def normalized_adjacency(A, kind="gcn"):
     S = spla.ewise_add(S, eye, "any").structure()
     deg = S.row_degrees().astype(np.float64)
     inv = 1.0 / np.sqrt(deg)
-    return S.with_values(inv[row_ids(S.indptr)] * inv[S.indices])
+    return S.with_values(inv[row_ids(S.indptr, S.nnz)] * inv[S.indices])
 
 
 def keep_mask(ids, q, *, seed, epoch):

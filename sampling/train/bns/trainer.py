@@ -78,7 +78,7 @@ def _features(torch, x, rows, dtype):
     if isinstance(x, spla.Matrix):
         X = spla.normalize_rows(spla.extract(x.astype(np.float64), rows=rows))
         if 2 * X.nnz < X.nrows * X.ncols:
-            r = torch.from_numpy(np.array(row_ids(X.indptr), np.int64))
+            r = torch.from_numpy(np.array(row_ids(X.indptr, X.nnz), np.int64))
             c = torch.from_numpy(np.array(X.indices, np.int64))
             v = torch.from_numpy(np.array(X.values)).to(dtype)
             return torch.sparse_coo_tensor(torch.stack([r, c]), v, X.shape,
