@@ -37,6 +37,9 @@ def world_comm(need_mpi=False):
     return MPI.COMM_WORLD
 
 
+_LOCAL_RANK_VARS = ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
+
+
 def local_rank():
     """This process's rank among the job's ranks on its node, as the launcher set it
     (MPICH's, Open MPI's or Slurm's variable; 0 without a launcher).
@@ -46,7 +49,7 @@ def local_rank():
     >>> isinstance(local_rank(), int) and local_rank() >= 0
     True
     """
-    return _env_int(("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"))
+    return _env_int(_LOCAL_RANK_VARS)
 
 
 def _env_int(names):
@@ -76,20 +79,26 @@ def local_gpu(count, rank=None):
 
 
 def use_local_gpu(torch):
-    """Make this rank's GPU (``local_gpu``) the current device of torch and cupy;
-    returns it as a ``torch.device`` (``cuda`` unchanged where torch sees no GPU,
-    for the caller's check to report).
+    """This process's GPU as a ``torch.device``, made current for torch and cupy.
 
-    The job's ``--device cuda`` means this device: on a node with several
-    GPUs its ranks would otherwise all run on the first.
+    Started by an MPI launcher (a local-rank variable is set), the rank's
+    ``local_gpu``: on a node with several GPUs its ranks would otherwise all
+    run on the first.  Otherwise torch's current device, as the caller left
+    it (``torch.cuda.set_device``).  ``cuda`` unchanged where torch sees no
+    GPU, for the caller's check to report.
     """
-    index = local_gpu(torch.cuda.device_count() if torch.cuda.is_available() else 0)
-    if index is None:
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count < 1:
         return torch.device("cuda")
-    torch.cuda.set_device(index)
+    if any(os.environ.get(var, "").isdigit() for var in _LOCAL_RANK_VARS):
+        index = local_gpu(count)
+        torch.cuda.set_device(index)
+    else:
+        index = torch.cuda.current_device()
     from spla.optional import optional_import
     cupy = optional_import("cupy")
     if cupy is not None:
+        # cupy's arrays (the graph, the sampled blocks) on torch's device.
         cupy.cuda.Device(index).use()
     return torch.device("cuda", index)
 

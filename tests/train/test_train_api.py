@@ -475,19 +475,26 @@ def test_local_rank_reads_the_launchers_variable(monkeypatch, env, want):
 
 def test_use_local_gpu_makes_the_ranks_gpu_current(monkeypatch):
     # A node of 4 GPUs seen through stand-ins for torch.cuda and cupy:
-    # local rank 6 drives GPU 2, for torch and for cupy.
+    # under a launcher, local rank 6 drives GPU 2, for torch and for cupy.
     import types
     import spla.optional
     from sampling.train.launch import use_local_gpu
-    monkeypatch.setenv("MPI_LOCALRANKID", "6")
+    for var in ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"):
+        monkeypatch.delenv(var, raising=False)
     current = {}
     cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 4,
-                                 set_device=lambda i: current.update(torch=i))
+                                 set_device=lambda i: current.update(torch=i),
+                                 current_device=lambda: 3)
     fake_torch = types.SimpleNamespace(cuda=cuda, device=torch.device)
     fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(
         Device=lambda i: types.SimpleNamespace(use=lambda: current.update(cupy=i))))
     monkeypatch.setattr(spla.optional, "optional_import",
                         lambda name: fake_cupy if name == "cupy" else None)
+    # Without a launcher: torch's current device as the caller set it, and
+    # cupy's made the same.
+    assert use_local_gpu(fake_torch) == torch.device("cuda", 3)
+    assert current == {"cupy": 3}
+    monkeypatch.setenv("MPI_LOCALRANKID", "6")
     assert use_local_gpu(fake_torch) == torch.device("cuda", 2)
     assert current == {"torch": 2, "cupy": 2}
     # No GPU seen: 'cuda' as given, for the caller's check to name.
