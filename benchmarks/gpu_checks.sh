@@ -9,7 +9,7 @@
 #    every thread's stack when it fires (a hang names its place);
 # 2. the sampler and SpGEMM benchmarks with the host profile and the trace;
 # 3. UVA, the device feature cache, the pipeline and placements, the
-#    device-memory cap;
+#    device-memory cap, the training modes (BNS-GCN, P3, R-GCN) on the GPU;
 # 4. GPU minibatches against the CPU's (slowest: the CPU references compile).
 # Python packages missing on the device travel as wheels (see the device
 # notes of the workplace); PYTHONPATH may point at them.
@@ -68,6 +68,18 @@ for run in "auto 2000000000" "auto 110000000" "auto 60000000" "cuda 60000000"; d
     --sample-on "$1" --device-memory-limit "$2" --no-progress > "$OUT/cap_$1_$2.log" 2>&1
   echo "--sample-on $1, cap $2: rc=$?"
   grep -E "device cuda|test accuracy|^error" "$OUT/cap_$1_$2.log" | sed 's/.*\(device cuda.*\), threads.*/\1/' | cut -c1-200
+done
+step modes
+# BNS-GCN, P3 and R-GCN with the model on the GPU (exchanges staged through
+# host memory): each run beside its CPU run, accuracy and seconds.
+for run in "--mode bns --dataset cora --epochs 50" "--features columns --epochs 5" \
+           "--dataset mag:10 --epochs 5"; do
+  for dev in cpu cuda; do
+    timeout 60 python3 -W ignore -m sampling.train $run --device $dev --no-progress \
+      > "$OUT/mode_$dev.log" 2>&1
+    echo "$run --device $dev: rc=$? $(grep -E 'trained|test accuracy|^error' \
+      "$OUT/mode_$dev.log" | tr '\n' ' ')"
+  done
 done
 step equal
 timeout 120 python3 -W ignore benchmarks/bench_gpu.py --no-tests --sections equal \
