@@ -12,4 +12,4 @@ if not _util.SIM:
     _util.check_numba_cuda()
 
 from kernels.cuda import (csr, ewise, extract, gather, groups, hops, masked,  # noqa: E402,F401
-                          positions, reduce, sample, spgemm, spmm, topk)
+                          positions, random, reduce, sample, spgemm, spmm, topk)

@@ -274,6 +274,17 @@ def test_gpu_training_follows_the_cpus(dataset, kind):
     assert abs(runs[1][4] - runs[0][4]) <= 0.02
 
 
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason="needs a CUDA GPU")
+def test_dropout_by_id_on_the_gpu_masks_as_the_cpu():
+    # Drawn on the device (spla.random.uniform on cupy arrays): the same keyed masks.
+    h = torch.randn(50, 7)
+    ids = np.arange(100, 150)
+    want = bns.dropout_by_id(h, ids, 0.4, seed=3, epoch=2, layer=1)
+    got = bns.dropout_by_id(h.to("cuda"), ids, 0.4, seed=3, epoch=2, layer=1)
+    assert got.device.type == "cuda" and torch.equal(got.cpu(), want)
+
 # -- bad input ------------------------------------------------------------------------------
 @pytest.mark.parametrize("kw, err, text", [
     (dict(boundary_keep=1.5), InvalidValue, "argument 'boundary_keep' must be a probability"),

@@ -28,7 +28,8 @@ def dropout_by_id(h, ids, p, *, seed, epoch, layer):
     """Dropout whose mask is keyed by (seed, epoch, layer, global vertex id, feature).
 
     Row ``i`` of ``h`` belongs to vertex ``ids[i]``; its mask is the same
-    wherever the vertex is computed, so a partitioned run drops exactly what
+    wherever the vertex is computed and on every device (a dense ``h`` on a
+    GPU draws it there, with cupy), so a partitioned run drops exactly what
     one process training on the whole graph drops.  Kept entries are
     scaled by ``1 / (1 - p)``.  ``h`` may be a sparse COO tensor (sparse
     input features): only its stored entries draw, the draws a dense ``h``
@@ -56,10 +57,17 @@ def dropout_by_id(h, ids, p, *, seed, epoch, layer):
         scale = torch.from_numpy(keep).to(device=h.device, dtype=h.dtype) / (1.0 - p)
         return torch.sparse_coo_tensor(h.indices(), h.values() * scale, h.shape,
                                        is_coalesced=True, check_invariants=False)
-    keys = (ids[:, None] * d + np.arange(d, dtype=np.int64)).reshape(-1)
-    keep = uniform(keys, seed=seed, stream=stream).reshape(ids.size, d) >= p
-    mask = torch.from_numpy(keep).to(device=h.device, dtype=h.dtype) / (1.0 - p)
-    return h * mask
+    # The uniforms of flat positions ids[i] * d + j, drawn where h lives
+    # (on a GPU through cupy when it is there: no host pass, no copy).
+    cupy = optional_import("cupy") if h.device.type == "cuda" else None
+    if cupy is not None:
+        with cupy.cuda.Device(h.device.index if h.device.index is not None
+                              else torch.cuda.current_device()):
+            keep = uniform(cupy.asarray(ids), seed=seed, stream=stream, width=d) >= p
+            mask = torch.from_dlpack(keep)
+    else:
+        mask = torch.from_numpy(uniform(ids, seed=seed, stream=stream, width=d) >= p)
+    return h * (mask.to(device=h.device, dtype=h.dtype) / (1.0 - p))
 
 
 def _check_dropout(func, dropout):

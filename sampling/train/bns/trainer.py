@@ -179,9 +179,10 @@ class BNSTrainer:
         device and stage them through host memory for MPI (the MPI of the
         ``mpich`` wheel is not CUDA-aware): one device-to-host and one
         host-to-device copy per exchange, of the exchanged rows only.  The
-        draws (boundary sample, dropout masks) are the host's, so a seed
-        gives the same samples on every device; the losses agree up to
-        floating-point rounding.
+        draws (boundary sample, dropout masks) are keyed hashes, the same
+        on every device (a dense input's masks are drawn on the GPU with
+        cupy), so a seed gives the same samples everywhere; the losses
+        agree up to floating-point rounding.
 
     Raises
     ------
