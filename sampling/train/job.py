@@ -86,8 +86,9 @@ def run_bns(opts, comm=None, out=None):
         with C.collective_checks(comm):
             device = opts.device
             if device == "cuda":
-                check_cuda(require_torch(), cupy=False)
-                device = use_local_gpu(require_torch())
+                torch = require_torch()
+                check_cuda(torch, cupy=False)
+                device = use_local_gpu(torch)
             ds = _load(opts)
         trainer = BNSTrainer(ds, comm, model=opts.model or "gcn", boundary_keep=opts.boundary_keep,
                              partition=opts.partition, hidden=opts.hidden,
