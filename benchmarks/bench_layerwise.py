@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """LADIES and FastGCN: ours (bulk and one minibatch at a time) against a numpy/scipy reference.
 
-    python benchmarks/bench_layerwise.py [--threads 2] [--scales 16,20] [--seeds 256,1024]
+    python benchmarks/bench_layerwise.py [--threads 2] [--graphs rmat,rmat-bfs,pubmed]
+        [--scales 16,20] [--seeds 256,1024]
         [--minibatches 16] [--repeats 3] [--out benchmarks/results/layerwise_cpu.md]
 
 The reference is the published algorithm, written here in plain numpy /
@@ -18,7 +19,8 @@ Chen et al. 2018):
   layer draws ``s`` vertices from it the same way.
 
 ``Â = D^-1 (A + I)`` on R-MAT graphs (``spla.generators.rmat(scale, 16,
-seed=0)``).  Equal cores: the reference runs its minibatches in ``--threads``
+seed=0)``), the same graphs renumbered in BFS order (ids with locality, as
+real graphs number them) and PubMed's real graph (``benchmarks/graphs.py``).  Equal cores: the reference runs its minibatches in ``--threads``
 worker processes (a ``multiprocessing`` pool, one minibatch per task),
 ours on ``--threads`` numba threads, as a bulk of ``--minibatches``
 minibatches and one minibatch per call, and one minibatch per call spread
@@ -50,7 +52,8 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
-from machine import machine_info  # noqa: E402 - benchmarks/ is on sys.path
+from graphs import PUBMED, bfs_renumbered, pubmed_graph  # noqa: E402 - benchmarks/ on sys.path
+from machine import machine_info  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -138,44 +141,70 @@ def one_per_call_in_threads(sampler, batches, threads):
                             enumerate(batches)))
 
 
-def run(args):
+def layer_graphs(args):
+    """(label, spla.Matrix, key of its seeds) of every graph asked for: R-MAT at each scale with
+    random ids (``rmat``) and renumbered in BFS order (``rmat-bfs``: ids with
+    locality, as real graphs have), and PubMed's real graph (``pubmed``)."""
     from spla.generators import rmat
+    for which in args.graph_list:
+        if which == "pubmed":
+            if not os.path.exists(args.pubmed):
+                print(f"skipping pubmed: {args.pubmed} not found (--pubmed)", flush=True)
+                continue
+            yield "PubMed (real graph, published ids)", pubmed_graph(args.pubmed), 0
+            continue
+        for scale in [int(s) for s in args.scales.split(",")]:
+            A = rmat(scale, 16, seed=0)
+            if which == "rmat-bfs":
+                yield f"R-MAT scale {scale}, BFS order", bfs_renumbered(A), scale
+            else:
+                yield f"R-MAT scale {scale}", A, scale
+
+
+def run(args):
+    rows = []
+    for label, A, key in layer_graphs(args):
+        for b in [int(s) for s in args.seeds.split(",")]:
+            rows += time_graph(args, label, A, b, np.random.default_rng(key * 1000 + b))
+    return rows
+
+
+def time_graph(args, label, A, b, rng):
+    """The reference's and our times per minibatch on one graph: minibatches of
+    ``b`` random seeds drawn from ``rng`` (R-MAT's in both orders from the same
+    key: the same workload, numbered differently)."""
     from sampling import FastGCN, LADIES
     workers = int(args.threads)
+    S = A.to_scipy().astype(np.float32)
+    Ahat = normalised(S)
+    sq = Ahat.multiply(Ahat)
+    p = np.asarray(sq.sum(axis=0)).ravel()
+    p = p / p.sum()
+    batches = [rng.choice(A.nrows, b, replace=False) for _ in range(args.minibatches)]
+    k = len(batches)
     rows = []
-    for scale in [int(s) for s in args.scales.split(",")]:
-        for b in [int(s) for s in args.seeds.split(",")]:
-            A = rmat(scale, 16, seed=0)
-            S = A.to_scipy().astype(np.float32)
-            Ahat = normalised(S)
-            sq = Ahat.multiply(Ahat)
-            p = np.asarray(sq.sum(axis=0)).ravel()
-            p = p / p.sum()
-            rng = np.random.default_rng(scale * 1000 + b)
-            batches = [rng.choice(A.nrows, b, replace=False) for _ in range(args.minibatches)]
-            k = len(batches)
-            ctx = mp.get_context("fork")
-            with ctx.Pool(workers, initializer=_init, initargs=(Ahat, p)) as pool, \
-                    ThreadPoolExecutor(workers, initializer=numba.set_num_threads,
-                                       initargs=(1,)) as pool_t:
-                for kind, cls in (("LADIES", LADIES), ("FastGCN", FastGCN)):
-                    tasks = [(kind, bt, i) for i, bt in enumerate(batches)]
-                    ref = median_time(lambda: pool.map(_ref_task, tasks, chunksize=1),
-                                      args.repeats) / k
-                    sampler = cls(A, list(LAYERS))
-                    bulk = median_time(lambda: sampler.sample(batches, seed=1), args.repeats) / k
-                    one = median_time(lambda: [sampler.sample([bt], seed=1, batch_ids=[i])
-                                               for i, bt in enumerate(batches)],
-                                      args.repeats) / k
-                    each = median_time(lambda: one_per_call_in_threads(sampler, batches, pool_t),
-                                       args.repeats) / k
-                    rows.append(dict(scale=scale, nnz=A.nnz, seeds=b, kind=kind, ref=ref,
-                                     bulk=bulk, one=one, each=each))
-                    print(f"scale {scale} seeds {b} {kind}: reference {1e3 * ref:.1f} ms, "
-                          f"ours bulk {1e3 * bulk:.1f} ms ({ref / bulk:.1f}x), one at a time "
-                          f"{1e3 * one:.1f} ms ({ref / one:.1f}x), one per call in "
-                          f"{workers} threads {1e3 * each:.1f} ms ({ref / each:.1f}x)",
-                          flush=True)
+    ctx = mp.get_context("fork")
+    with ctx.Pool(workers, initializer=_init, initargs=(Ahat, p)) as pool, \
+            ThreadPoolExecutor(workers, initializer=numba.set_num_threads,
+                               initargs=(1,)) as pool_t:
+        for kind, cls in (("LADIES", LADIES), ("FastGCN", FastGCN)):
+            tasks = [(kind, bt, i) for i, bt in enumerate(batches)]
+            ref = median_time(lambda: pool.map(_ref_task, tasks, chunksize=1),
+                              args.repeats) / k
+            sampler = cls(A, list(LAYERS))
+            bulk = median_time(lambda: sampler.sample(batches, seed=1), args.repeats) / k
+            one = median_time(lambda: [sampler.sample([bt], seed=1, batch_ids=[i])
+                                       for i, bt in enumerate(batches)],
+                              args.repeats) / k
+            each = median_time(lambda: one_per_call_in_threads(sampler, batches, pool_t),
+                               args.repeats) / k
+            rows.append(dict(graph=label, nnz=A.nnz, seeds=b, kind=kind, ref=ref,
+                             bulk=bulk, one=one, each=each))
+            print(f"{label}, seeds {b} {kind}: reference {1e3 * ref:.1f} ms, "
+                  f"ours bulk {1e3 * bulk:.1f} ms ({ref / bulk:.1f}x), one at a time "
+                  f"{1e3 * one:.1f} ms ({ref / one:.1f}x), one per call in "
+                  f"{workers} threads {1e3 * each:.1f} ms ({ref / each:.1f}x)",
+                  flush=True)
     return rows
 
 
@@ -197,7 +226,7 @@ def render(args, rows, wall, command):
          f"time ms | ratio | ours, one per call in {args.threads} threads ms | ratio |",
          "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        L.append(f"| R-MAT scale {r['scale']} ({r['nnz']:,} entries) | {r['seeds']} | "
+        L.append(f"| {r['graph']} ({r['nnz']:,} entries) | {r['seeds']} | "
                  f"{r['kind']} | {1e3 * r['ref']:.1f} | {1e3 * r['bulk']:.1f} | "
                  f"{r['ref'] / r['bulk']:.1f}x | {1e3 * r['one']:.1f} | "
                  f"{r['ref'] / r['one']:.1f}x | {1e3 * r['each']:.1f} | "
@@ -209,12 +238,21 @@ def main(argv=None):
     from machine import write_results
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", default="2")
-    p.add_argument("--scales", default="16,20")
+    p.add_argument("--graphs", default="rmat,rmat-bfs,pubmed",
+                   help="comma separated among rmat (random ids), rmat-bfs (the same R-MAT "
+                        "renumbered in BFS order: ids with locality) and pubmed (the real "
+                        "PubMed graph, --pubmed)")
+    p.add_argument("--pubmed", default=PUBMED, help="PubMed's CSR archive")
+    p.add_argument("--scales", default="16,20", help="R-MAT scales")
     p.add_argument("--seeds", default="256,1024")
     p.add_argument("--minibatches", type=int, default=16)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default=os.path.join(HERE, "results", "layerwise_cpu.md"))
     args = p.parse_args(argv)
+    args.graph_list = [g for g in args.graphs.split(",") if g]
+    bad = [g for g in args.graph_list if g not in ("rmat", "rmat-bfs", "pubmed")]
+    if bad:
+        p.error(f"--graphs: unknown {bad} (rmat, rmat-bfs, pubmed)")
     t0 = time.perf_counter()
     rows = run(args)
     command = "python benchmarks/bench_layerwise.py " + " ".join(

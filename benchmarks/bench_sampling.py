@@ -53,7 +53,8 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timezone
-from machine import machine_info  # noqa: E402 - benchmarks/ is on sys.path
+from graphs import PUBMED  # noqa: E402 - benchmarks/ is on sys.path
+from machine import machine_info  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -90,7 +91,7 @@ def parse_args(argv=None):
                    help="graphs, comma separated, among rmat (random ids), rmat-bfs (the same "
                         "R-MAT renumbered in BFS order: ids with locality), pubmed (the real "
                         "PubMed graph, --pubmed) and cora (default rmat,cora)")
-    p.add_argument("--pubmed", default=os.path.join(ROOT, "..", "shared", "data", "pubmed.npz"),
+    p.add_argument("--pubmed", default=PUBMED,
                    help="PubMed's CSR archive (../shared/data/pubmed.npz)")
     p.add_argument("--samplers", default=None,
                    help="our samplers to time, comma separated (default all: " + ", ".join(
@@ -146,6 +147,7 @@ import sampling.samplers.layerwise  # noqa: E402
 from sampling import FastGCN, GraphSAGE, LADIES  # noqa: E402
 
 import peers  # noqa: E402
+from graphs import bfs_renumbered, pubmed_graph  # noqa: E402
 
 TORCH, TORCH_SPARSE, TORCH_MISSING = peers.torch_sparse_or_none()
 PYG_LIB, PYG_LIB_MISSING = peers.pyg_lib_or_none()
@@ -172,31 +174,6 @@ def rmat_graph(scale):
         return (spla.Matrix.from_csr(indptr, indices, None, (n, n)),
                 f"peers.numpy_rmat({scale}, 16, seed={GRAPH_SEED}) (fallback: spla.generators.rmat missing)")
     return rmat(scale, 16, seed=GRAPH_SEED), f"spla.generators.rmat({scale}, 16, seed={GRAPH_SEED})"
-
-
-def bfs_renumbered(A):
-    """A with its vertices renumbered in BFS order from its highest-degree
-    vertex (the unreached ones after, in id order): neighbours get nearby
-    ids, as in a crawl-ordered web or social graph, with R-MAT's degrees."""
-    from scipy.sparse.csgraph import breadth_first_order
-    S = sp.csr_matrix((np.ones(A.nnz, np.float32), np.asarray(A.indices), np.asarray(A.indptr)),
-                      shape=A.shape)
-    start = int(np.argmax(np.asarray(A.row_degrees())))
-    order = breadth_first_order(S, start, directed=False, return_predecessors=False)
-    seen = np.zeros(A.nrows, bool)
-    seen[order] = True
-    order = np.concatenate([order, np.flatnonzero(~seen)])
-    S = S[order][:, order].tocsr()
-    S.sort_indices()
-    return spla.Matrix.from_csr(S.indptr.astype(np.int64), S.indices.astype(np.int64), None,
-                                A.shape)
-
-
-def pubmed_graph(path):
-    """PubMed's real citation graph (symmetric CSR, ids as published)."""
-    z = np.load(path, allow_pickle=False)
-    n = z["indptr"].size - 1
-    return spla.Matrix.from_csr(z["indptr"], z["indices"], None, (n, n))
 
 
 def weights_for(A):
