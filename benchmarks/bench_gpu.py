@@ -14,7 +14,9 @@ On a machine with a CUDA GPU, cupy and numba-cuda:
    **train**: the main job on Cora with ``--device cuda`` (5 epochs).
 3. **graphsage**: fused GraphSAGE [15, 10, 5] on R-MAT scale 20 (edge factor
    16, seed 0), bulks of k minibatches of 1,024 random seeds: ms per bulk,
-   ms per minibatch and sampled edges per second (SEPS).
+   ms per minibatch and sampled edges per second (SEPS), each call on its
+   own and in a stream of calls that queues each bulk before waiting for
+   the last (``sample(wait=False)``, as ``NodeLoader`` samples on a GPU).
 4. **layerwise**: LADIES and FastGCN, layers [512, 512], 1,024 seeds, in a
    bulk of 16 and one minibatch per call (four calls).
 5. **spgemm**: ``spla.mxm`` (plus_times, float32) against
@@ -202,6 +204,24 @@ class unfused:
         self.hops.MAX_SLOTS = self.old
 
 
+#: Calls per timed stream of ``queued``.
+QUEUED_CALLS = 8
+
+
+def queued(s, calls, epochs):
+    """Sample ``calls`` (each a list of minibatches) one after another as a
+    loader does on a GPU: each call's bulk is queued (``wait=False``) before
+    the previous one is waited for, so the device samples it while the host
+    builds the previous bulk's minibatches.  Returns the last call's."""
+    prev = None
+    for bulk in calls:
+        p = s.sample(bulk, seed=1, epoch=next(epochs), wait=False)
+        if prev is not None:
+            prev.wait()
+        prev = p
+    return prev.wait()
+
+
 def graphsage(cupy, args, out, G, label="", cpu_graph=None):
     """Bulk GraphSAGE [15, 10, 5]: fused hops against the operator-by-operator path."""
     import sampling
@@ -240,6 +260,16 @@ def graphsage(cupy, args, out, G, label="", cpu_graph=None):
             out.append(f"| {k} | {path} | {t * 1e3:.2f} | {t / k * 1e3:.3f} | {edges // k:,} | "
                        f"{seps / 1e6:,.0f} M | {tally.launches} | {tally.reads} |")
             rows.append((k, path, t, seps))
+        # The fused path in a stream of calls, each queued before the last is
+        # waited for (the unfused path draws the same edges).
+        epoch = iter(range(10**6, 2 * 10**6))
+        t = timed(lambda: queued(s, [batches] * QUEUED_CALLS, epoch), args.repeats,
+                  sync) / QUEUED_CALLS
+        print(f"GraphSAGE{label} k={k} fused, next bulk queued: {t * 1e3:.2f} ms/bulk, "
+              f"{edges / t / 1e6:.1f} M SEPS", flush=True)
+        out.append(f"| {k} | fused, next bulk queued | {t * 1e3:.2f} | {t / k * 1e3:.3f} | "
+                   f"{edges // k:,} | {edges / t / 1e6:,.0f} M | | |")
+        rows.append((k, "queued", t, edges / t))
     # One minibatch per call, as a training loop without bulk sampling calls it.
     batches = [cupy.asarray(rng.choice(n, 1024, replace=False)) for _ in range(8)]
     s = sampling.GraphSAGE(G, [15, 10, 5])
@@ -251,6 +281,13 @@ def graphsage(cupy, args, out, G, label="", cpu_graph=None):
           flush=True)
     out.append(f"| 1 (one per call) | fused | {one * 1e3:.2f} | {one * 1e3:.3f} | "
                f"{int(edges):,} | {edges / one / 1e6:,.0f} M | | |")
+    epoch = iter(range(1, 10**6))
+    ahead = timed(lambda: queued(s, [[b] for b in batches], epoch), args.repeats,
+                  sync) / len(batches)
+    print(f"GraphSAGE{label} one per call, next queued: {ahead * 1e3:.3f} ms, "
+          f"{edges / ahead / 1e6:.1f} M SEPS", flush=True)
+    out.append(f"| 1 (one per call) | fused, next call queued | {ahead * 1e3:.2f} | "
+               f"{ahead * 1e3:.3f} | {int(edges):,} | {edges / ahead / 1e6:,.0f} M | | |")
     out.append("")
     return rows
 

@@ -502,6 +502,28 @@ class BadSeeds(ValueError):
         self.code = int(code)
 
 
+class Finished:
+    """A result already computed, behind the ``finish()`` of a launch.
+
+    The GPU twins of some kernels launch their work and return a handle whose
+    ``finish()`` reads the result back (``kernels.cuda.hops.launch_hops``);
+    their CPU twins compute at once and return this, so callers treat both
+    devices alike.
+
+    Examples
+    --------
+    >>> from kernels.common import Finished
+    >>> Finished(42).finish()
+    42
+    """
+
+    def __init__(self, value):
+        self._value = value
+
+    def finish(self):
+        return self._value
+
+
 class KernelLimitError(ValueError):
     """An input beyond a documented limit of a kernel.
 

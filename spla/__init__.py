@@ -38,6 +38,7 @@ from spla.mxm import MxmExpr, mxm
 from spla import partition  # noqa: F401 - spla.partition.block / metis
 from spla.partition import Partition
 from spla.hops import sample_hops
+from spla.pending import Pending
 from spla.layer_ops import normalize_scaled_rows, reduce_row_groups
 from spla.sample import sample_rows
 from spla.rows import take_rows
@@ -54,6 +55,7 @@ __all__ = [
     "compact_columns", "compact_columns_blockwise", "split_blocks",
     "reduce_rowwise", "reduce_columnwise", "apply", "select", "ewise_add", "ewise_mult",
     "transpose", "vstack", "block_diag", "normalize_rows", "sample_rows", "sample_hops",
+    "Pending",
     "select_topk", "entry_positions", "is_symmetric_pattern", "spmm", "dropout", "take_rows",
     "SplaError", "DimensionMismatch", "InvalidValue", "IndexOutOfRange",
     "DTypeError", "DeviceMismatch", "InvalidCSR", "LayoutError",

@@ -20,13 +20,14 @@ composition above, operator by operator.  All give the same blocks.
 
 import numpy as np
 
-from kernels.common import BadSeeds
+from kernels.common import BadSeeds, Finished
 from spla import backend
 from spla.arrays import readonly
 from spla.checks import as_int, as_u64, describe, fail, grouped_ids_stats, index_dtype
 from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidValue
 from spla.matrix import Matrix
 from spla.mxm import mxm
+from spla.pending import Pending
 from spla import semiring
 from spla.sample import K_ALL, draw_arrays, sample_rows
 from spla.structure import compact_columns_blockwise, split_blocks
@@ -59,7 +60,7 @@ def selection(vertices, n):
 
 
 def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, replace=False,
-                weighted=None, materialize=False, check=True):
+                weighted=None, materialize=False, check=True, wait=True):
     """Sample several node-wise hops from stacked groups of seed vertices.
 
     Parameters
@@ -96,6 +97,14 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
         checked them already pass False.  On a GPU the fused hops check
         them as they go, at no cost (a check before the hops would read
         the seeds back); elsewhere they are checked first.
+    wait : bool, default True
+        False: return a ``spla.Pending`` at once, whose ``wait()`` returns
+        the hops.  On a GPU the fused hops are then queued on the device
+        and their one blocking read (the sizes) waits for ``wait()``: launch
+        the next bulk before waiting for this one and the device samples it
+        while the host cuts this one's blocks.  Elsewhere the hops are
+        computed by the call (the ``Pending`` is ``done``).  A seed that the
+        device finds out of range or repeated raises in ``wait()``.
 
     Returns
     -------
@@ -131,6 +140,10 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
     >>> blocks[1].row_degrees().tolist()                # vertex 1 drew 2 neighbours
     [2]
     >>> hops[1][1].tolist() == src.tolist()             # hop 2 starts from hop 1's sources
+    True
+    >>> p = spla.sample_hops(A, np.array([0, 3, 1]), [0, 2, 3], [2, 1], seed=7,
+    ...                      streams=[0, 1], wait=False)
+    >>> p.wait()[0][4].tolist() == src_ptr.tolist()      # the same hops, when waited for
     True
     """
     func = "sample_hops"
@@ -174,16 +187,16 @@ def sample_hops(A, seeds, seeds_ptr, ks, *, seed, streams, group_ids=None, repla
         elif not hops.CHECKS_SEED_RANGE:
             _check_seed_range(func, seeds, n)
     if G == 0 and D is None:
-        return [([], seeds, ptr, seeds, ptr) for _ in ks]
-    # (A rank of a distributed graph with no group still takes part in each
-    # hop's collective row fetch.)
-    if hops is not None:
-        try:
-            return _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted)
-        except BadSeeds:
-            _check_seeds(func, seeds, ptr, n)  # raises, naming the seed
-            raise
-    return _composed(M, D, seeds, ptr, ids, ks, seed, streams, replace, weighted, materialize)
+        out = Pending.ready([([], seeds, ptr, seeds, ptr) for _ in ks])
+    elif hops is not None:
+        out = _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted,
+                     lambda: _check_seeds(func, seeds, ptr, n))
+    else:
+        # (A rank of a distributed graph with no group still takes part in
+        # each hop's collective row fetch.)
+        out = Pending.ready(_composed(M, D, seeds, ptr, ids, ks, seed, streams, replace,
+                                      weighted, materialize))
+    return out.wait() if wait else out
 
 
 def _as_ks(func, ks):
@@ -265,8 +278,10 @@ def _refuse_range(func, lo, hi, n):
         fail(IndexOutOfRange, func, "seeds", f"vertices in [0, {n})", lo if lo < 0 else hi)
 
 
-def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
-    """The fused hops (GPU, or the CPU's uniform ones), their outputs cut into blocks (views)."""
+def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted, name_bad_seed):
+    """The fused hops (GPU, or the CPU's uniform ones) as a ``Pending``: queued on
+    a GPU, computed on the CPU; their outputs cut into blocks (views).
+    ``name_bad_seed`` raises spla's error naming a seed the kernels flagged."""
     a_vals, prefix, _guide, positives, modes = draw_arrays(M, weighted)
     if replace:
         value_mode, value_dtype = 2, np.dtype(np.float32)
@@ -281,15 +296,32 @@ def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted):
     # to its true sizes but for the last hop, so an estimate saves it little,
     # and one minibatch strays furthest from the last bulk's growth.
     key = ("hop_growth", tuple(ks), replace, weighted)
-    raw, growth = hops.sample_hops(M.indptr, M.indices, a_vals, weighted, prefix, positives,
-                                   modes, seeds, ptr, ids, ks, seed, streams, replace,
-                                   value_mode, value_dtype, index_dtype(M.ncols),
-                                   growth=M._cache.get(key) if ptr.size > GROWTH_MIN_GROUPS
-                                   else None)
-    M._cache[key] = growth
+
+    def checked(step):
+        try:
+            return step()
+        except BadSeeds:
+            name_bad_seed()  # raises, naming the seed
+            raise
+
+    launched = checked(lambda: hops.launch_hops(
+        M.indptr, M.indices, a_vals, weighted, prefix, positives, modes, seeds, ptr, ids, ks,
+        seed, streams, replace, value_mode, value_dtype, index_dtype(M.ncols),
+        growth=M._cache.get(key) if ptr.size > GROWTH_MIN_GROUPS else None))
+
+    def finish():
+        raw, growth = checked(launched.finish)
+        M._cache[key] = growth
+        return _blocks_of(raw, M.device == backend.CPU)
+
+    return Pending.ready(finish()) if isinstance(launched, Finished) else Pending(finish)
+
+
+def _blocks_of(raw, host):
+    """Per hop ``(blocks, dst, dst_ptr, src, src_ptr)`` from the kernels' outputs:
+    each group's block a ``Matrix`` over views of the hop's arrays."""
     layers = []
     new = Matrix._new_device
-    host = M.device == backend.CPU
     for bptr, bidx, bval, dst, dp, src, sp, ep in raw:
         if host:  # a host matrix's arrays are read-only (its blocks are views of these)
             bptr, bidx = readonly(bptr), readonly(bidx)

@@ -34,8 +34,8 @@ from numba import prange
 
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from kernels.common import (BAD_REPEAT, BadSeeds, probe, row_key, sort_range, table_bits,
-                            uniform01)
+from kernels.common import (BAD_REPEAT, BadSeeds, Finished, probe, row_key, sort_range,
+                            table_bits, uniform01)
 from kernels.cpu.group_scratch import dense_map, group_bounds, start_group
 from kernels.its import uniform_picks
 from kernels.parallel import over_rows, parallel_kernel
@@ -492,3 +492,22 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
         hops.append((bptr, bidx, None, nodes, ptr, src, cnt, optr[ptr]))
         nodes, ptr = src, cnt
     return hops, None
+
+
+def launch_hops(*args, **kwargs):
+    """``sample_hops`` computed now, as a ``kernels.common.Finished``: the
+    CPU twin of ``kernels.cuda.hops.launch_hops`` (host arrays have no
+    device to wait for, so there is nothing to defer).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ptr, idx = np.array([0, 2, 4, 6]), np.array([1, 2, 0, 2, 0, 1])
+    >>> h = launch_hops(ptr, idx, None, False, None, None, None, np.array([0]),
+    ...                 np.array([0, 1]), np.array([0]), [1], np.uint64(3),
+    ...                 [np.uint64(0)], False, 0, None, np.dtype(np.int32))
+    >>> hops, growth = h.finish()
+    >>> len(hops), growth is None
+    (1, True)
+    """
+    return Finished(sample_hops(*args, **kwargs))

@@ -421,6 +421,25 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
     growth : list of float
         This bulk's growth per hop (for the next bulk's ``growth``).
     """
+    return launch_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives,
+                       a_modes, nodes, ptr, group_ids, ks, seed, streams, replace, value_mode,
+                       value_dtype, index_dtype, budget=budget, table=table,
+                       growth=growth).finish()
+
+
+def launch_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
+                nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
+                index_dtype, budget=None, table=None, growth=None):
+    """``sample_hops``'s launches, without its read: a ``LaunchedHops``.
+
+    The arguments are ``sample_hops``'s.  The bulk's kernels are queued on
+    the device and the call returns; ``finish()`` then reads the sizes back
+    (the bulk's one blocking read) and returns what ``sample_hops`` returns.
+    Between the two the host is free: a caller that launches the next bulk
+    before finishing this one keeps the device busy while it works on this
+    bulk's blocks.  (Bounds too large for the device's memory size each hop
+    exactly, which reads each hop's size here.)
+    """
     xp = _xp(a_indptr)
     n = a_indptr.size - 1
     G = ptr.size - 1
@@ -433,17 +452,36 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
     args = (a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
             nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
             index_dtype)
+    exact = _bytes(bounds, ks, G, idx_bytes, val_bytes) > budget
     caps = _estimated(bounds, growth, G)
     if caps != bounds and _bytes(caps, ks, G, idx_bytes, val_bytes) <= budget:
-        raw, host = _run(*args, caps=caps, exact=False, table=table)
+        raw, flat = _run(*args, caps=caps, exact=False, table=table)
+        return LaunchedHops(raw, flat, ptr, (args, bounds, exact, table))
+    raw, flat = _run(*args, caps=bounds, exact=exact, table=table)
+    return LaunchedHops(raw, flat, ptr, None)
+
+
+class LaunchedHops:
+    """A bulk of fused hops queued on the device (``launch_hops``); ``finish()``
+    reads its sizes back and returns ``(hops, growth)`` as ``sample_hops``."""
+
+    def __init__(self, raw, flat, ptr, rerun):
+        self._raw, self._flat, self._ptr = raw, flat, ptr
+        # (arguments, bounds, exact, table) when the sizes are an estimate
+        # that the bulk may outgrow: it then runs again at the bounds.
+        self._rerun = rerun
+
+    def finish(self):
+        raw, host = self._raw, to_host(self._flat)
+        self._raw = self._flat = None
         _refuse_bad_seeds(host)
-        if not host[-1]:
-            return _trimmed(raw, host, ptr)
-        del raw  # outgrown: the worst-case sizes below
-    exact = _bytes(bounds, ks, G, idx_bytes, val_bytes) > budget
-    raw, host = _run(*args, caps=bounds, exact=exact, table=table)
-    _refuse_bad_seeds(host)
-    return _trimmed(raw, host, ptr)
+        if host[-1] and self._rerun is not None:
+            del raw  # outgrown: the worst-case sizes
+            args, bounds, exact, table = self._rerun
+            raw, flat = _run(*args, caps=bounds, exact=exact, table=table)
+            host = to_host(flat)
+            _refuse_bad_seeds(host)
+        return _trimmed(raw, host, self._ptr)
 
 
 def _refuse_bad_seeds(host):
@@ -458,7 +496,8 @@ def _refuse_bad_seeds(host):
 def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes, nodes,
          ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype, index_dtype, *,
          caps, exact, table):
-    """The hops' launches at capacities ``caps``; (raw outputs, host sizes + overflow flag)."""
+    """The hops' launches at capacities ``caps``: (raw outputs, the device array of
+    their sizes, bad-seed and overflow flags, to read back once)."""
     xp = _xp(a_indptr)
     n = a_indptr.size - 1
     G = ptr.size - 1
@@ -508,7 +547,7 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
             cap = int(to_host(kp[G:])[0])
         else:
             cap = next_cap
-    return raw, to_host(flat)
+    return raw, flat
 
 
 def _trimmed(raw, flat, ptr):

@@ -12,18 +12,19 @@ every rank.
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass
 
+from spla import Pending
 from spla import comm as C
 from spla.checks import as_int, as_u64, describe, fail
 from spla.exceptions import DTypeError, InvalidValue
 from spla.layout import chunk
 
+from sampling.loading.epoch_iterator import LoaderStats, EpochIterator
 from sampling.loading.epochs import (MAX_EPOCH, as_epoch, as_seeds, count_batches, cut,
                                      cut_epoch, fingerprint)
 from sampling.loading.hetero_loader import HeteroInputs, check_hetero_sampler, is_typed_seeds
 from sampling.loading.inputs import Inputs
-from sampling.loading.pipeline import Prefetcher, prefetch_allowed
+from sampling.loading.pipeline import prefetch_allowed
 from sampling.loading.ranks import comm_of, distribution, part_shares, show_args
 from sampling.loading.staging import staging_for
 from sampling.samplers.base import Sampler, owned_batches
@@ -374,7 +375,7 @@ class NodeLoader:
             self._next_epoch = epoch + 1
         # A counter run past the shuffle's range (or set there) raises here.
         as_epoch("NodeLoader", epoch)
-        return _EpochIterator(self, epoch)
+        return EpochIterator(self, epoch)
 
     def __len__(self):
         """Minibatches this rank yields per epoch."""
@@ -440,21 +441,39 @@ class NodeLoader:
             return owned_batches(k, dist[1], rank, dist[2])
         return list(range(*chunk(k, self._p, rank)))
 
-    def _sample_bulk(self, epoch, batches, ids, sampler, features, inputs=None):
-        """Sample one bulk and attach its features and labels: this rank's minibatches.
-
-        ``sampler`` and ``features`` are the loader's, or their twins on
-        duplicated communicators in the background thread.  Returns the
-        minibatches, the seconds sampling and the seconds gathering.
-        """
+    def _launch_bulk(self, epoch, batches, ids, sampler):
+        """Start sampling one bulk: (a ``spla.Pending`` of this rank's minibatches,
+        the seconds it took).  A node-wise sampler on a GPU graph leaves its
+        hops queued on the device (``Sampler.sample(wait=False)``); every
+        other sampler samples here."""
         t0 = time.perf_counter()
         if self.comm is not None and distribution(sampler) is None:
             # A local sampler samples only this rank's minibatches: the draws
             # are keyed by batch id, so they are those of the whole bulk.
             ids = [ids[i] for i in self._positions(len(ids), self.comm.Get_rank())]
-        typed = {} if self.node_type is None else {"node_type": self.node_type}
-        mbs = sampler.sample([batches[i] for i in ids], seed=self.seed, epoch=epoch,
-                             batch_ids=ids, **typed) if ids else []
+        mine = [batches[i] for i in ids]
+        if not ids:
+            pending = Pending.ready([])
+        elif self.node_type is None and isinstance(sampler, Sampler):
+            pending = sampler.sample(mine, seed=self.seed, epoch=epoch, batch_ids=ids,
+                                     wait=False)
+        else:
+            typed = {} if self.node_type is None else {"node_type": self.node_type}
+            pending = Pending.ready(sampler.sample(mine, seed=self.seed, epoch=epoch,
+                                                   batch_ids=ids, **typed))
+        return pending, time.perf_counter() - t0
+
+    def _sample_bulk(self, epoch, batches, ids, sampler, features, inputs=None, launched=None):
+        """Sample one bulk and attach its features and labels: this rank's minibatches.
+
+        ``sampler`` and ``features`` are the loader's, or their twins on
+        duplicated communicators in the background thread; ``launched`` the
+        bulk's ``_launch_bulk`` when it was started earlier.  Returns the
+        minibatches, the seconds sampling and the seconds gathering.
+        """
+        pending, ts = launched or self._launch_bulk(epoch, batches, ids, sampler)
+        t0 = time.perf_counter()
+        mbs = pending.wait()
         t1 = time.perf_counter()
         inputs = self._inputs if inputs is None else inputs
         xs = inputs.gather_x([mb.input_nodes for mb in mbs], features)
@@ -463,130 +482,7 @@ class NodeLoader:
                                    y=None if ys is None else ys[j],
                                    meta={**mb.meta, "epoch": epoch})
                for j, mb in enumerate(mbs)]
-        return mbs, t1 - t0, time.perf_counter() - t1
-
-
-@dataclass
-class LoaderStats:
-    """What producing an epoch's bulks has cost so far, on this rank.
-
-    With prefetch, ``sample`` and ``fetch`` are seconds of the background
-    thread, and ``wait`` the seconds the consumer was blocked waiting for a
-    bulk: the part of sampling and fetching that the loop did not hide.
-    """
-
-    #: seconds in ``sampler.sample``
-    sample: float = 0.0
-    #: seconds gathering features and labels
-    fetch: float = 0.0
-    #: seconds the consumer waited for a prefetched bulk
-    wait: float = 0.0
-    #: seconds packing and copying staged bulks to the device (background)
-    copy: float = 0.0
-    #: bulks produced
-    bulks: int = 0
-    #: sampled edges of this rank's minibatches
-    sampled_edges: int = 0
-
-
-class _EpochIterator:
-    """The minibatches of one epoch (one consumer thread).
-
-    ``epoch`` is the epoch it samples, ``stats`` a ``LoaderStats``.  With
-    ``prefetch`` it owns a ``sampling.loading.pipeline.Prefetcher`` (a
-    background thread), stopped by ``close()``, at the end of the epoch, on
-    an error, or when the iterator is garbage-collected.
-    """
-
-    def __init__(self, loader, epoch):
-        self.epoch = epoch
-        self.stats = LoaderStats()
-        batches = loader.batches(epoch)
-        bulks = loader._bulks()
-        self._count = len(bulks)
-        self._next_bulk = 0
-        self._pending = []
-        self._done = False
-        self._worker = None
-        sampler, features = loader.sampler, loader._inputs.features
-        if loader._bg is not None and bulks:
-            sampler, features = loader._bg
-
-        staging = loader._staging if loader._bg is not None and bulks else None
-        self._staging, self._held = staging, None
-
-        def make(i):
-            if staging is None:
-                return loader._sample_bulk(epoch, batches, bulks[i], sampler, features)
-            mbs, ts, tf = loader._sample_bulk(epoch, batches, bulks[i], sampler, features,
-                                              staging[1])
-            return staging[0].stage(mbs), ts, tf
-
-        if loader._bg is not None and bulks:
-            # The prefetcher stops itself when this iterator drops it: its
-            # thread never refers to the iterator.
-            self._worker = Prefetcher(make, len(bulks), loader.prefetch,
-                                      name="NodeLoader-prefetch")
-        self._make = make
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        while not self._pending:
-            if self._done or self._next_bulk >= self._count:
-                self.close()
-                raise StopIteration
-            try:
-                if self._worker is None:
-                    mbs, ts, tf = self._make(self._next_bulk)
-                else:
-                    item = self._worker.get()
-                    mbs, ts, tf = item.value
-                    self.stats.wait += item.waited
-                    if self._staging is not None:
-                        self.stats.copy += mbs.seconds
-                        mbs, self._held = mbs.take(self._held), mbs
-            except BaseException:
-                self.close()
-                raise
-            st = self.stats
-            st.sample += ts
-            st.fetch += tf
-            st.bulks += 1
-            st.sampled_edges += sum(mb.num_sampled_edges for mb in mbs)
-            self._next_bulk += 1
-            self._pending = list(reversed(mbs))
-        return self._pending.pop()
-
-    def close(self):
-        """Stop sampling ahead (joins the background thread); the epoch ends here."""
-        self.stop()
-
-    def stop(self, timeout=None):
-        """End the epoch here; wait at most ``timeout`` seconds for the background thread.
-
-        ``timeout=None`` waits until it has ended (``close``).  With a
-        timeout, a thread still running after it is left to end on its own
-        (under MPI it may be blocked in a collective that other ranks left):
-        returns whether it has ended.
-        """
-        self._done = True
-        self._pending = []
-        if self._worker is None:
-            return True
-        if timeout is None:
-            self._worker.stop()
-            ended = True
-        else:
-            self._worker.stop(wait=False)
-            ended = self._worker.join(timeout)
-        if ended and self._staging is not None:
-            # Once the producer has ended, the staging ring is free for the
-            # next epoch (a producer still running keeps its slots).
-            self._staging[0].end_epoch(self._held)
-            self._staging = self._held = None
-        return ended
+        return mbs, ts + (t1 - t0), time.perf_counter() - t1
 
 
 __all__ = ["NodeLoader", "LoaderStats", "DEFAULT_BULK", "MAX_EPOCH", "cut_epoch"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spla import backend, is_symmetric_pattern
+from spla import Pending, backend, is_symmetric_pattern
 from spla import comm as C
 from spla.checks import as_int, as_u64, describe, fail
 from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange,
@@ -411,7 +411,7 @@ class Sampler(abc.ABC):
     def num_layers(self):
         """Number of blocks per minibatch."""
 
-    def sample(self, batches, *, seed, epoch=0, batch_ids=None):
+    def sample(self, batches, *, seed, epoch=0, batch_ids=None, wait=True):
         """Sample k minibatches in one bulk pass.
 
         Parameters
@@ -427,10 +427,32 @@ class Sampler(abc.ABC):
             minibatch depend only on (seed, epoch, its id, its seeds): sample
             ``[batches[i]]`` with ``batch_ids=[i]`` to get exactly the
             ``i``-th minibatch of a bulk.
+        wait : bool, default True
+            False: return a ``spla.Pending`` whose ``wait()`` returns the
+            minibatches.  Where the sampler's device work can run ahead (a
+            node-wise sampler on a GPU graph: ``spla.sample_hops``' fused
+            hops) it is queued and the call returns before the bulk's one
+            blocking read; sample the next bulk before waiting for this one
+            and the GPU samples it while the host builds this bulk's
+            minibatches (``NodeLoader`` does so).  Elsewhere the minibatches
+            are made by the call.  The arguments are checked by the call; a
+            vertex id that the GPU finds out of range or repeated raises in
+            ``wait()``, with the message the call would have raised.
 
         Returns
         -------
-        list of MiniBatch
+        list of MiniBatch, or spla.Pending of it (``wait=False``)
+
+        Examples
+        --------
+        >>> import numpy as np, spla
+        >>> from sampling import GraphSAGE
+        >>> A = spla.Matrix.from_dense(np.ones((6, 6)) - np.eye(6))
+        >>> s = GraphSAGE(A, [2])
+        >>> p = s.sample([[0, 1], [2]], seed=3, wait=False)
+        >>> [mb.input_nodes.tolist() for mb in p.wait()] == \\
+        ...     [mb.input_nodes.tolist() for mb in s.sample([[0, 1], [2]], seed=3)]
+        True
         """
         func = f"{type(self).__name__}.sample"
         D = self.D
@@ -459,15 +481,24 @@ class Sampler(abc.ABC):
             C.check_same(comm, func, "(len(batches), epoch, seed >> 32, seed % 2**32)",
                          [k, epoch, seed >> 32, seed & 0xFFFFFFFF])
         graph = self.graph if self.graph is not None else (D if D is not None else self.A)
-        try:
-            layers = self._sample_stacked(B, seed, epoch)
-        except (IndexOutOfRange, InvalidValue):
-            if B.checked:
+
+        def named(step):
+            try:
+                return step()
+            except (IndexOutOfRange, InvalidValue):
+                if not B.checked:
+                    # The hops found a bad id: the usual check names it and its minibatch.
+                    stack_batches(func, batches, self.num_nodes, xp, batch_ids)
                 raise
-            # The hops found a bad id: the usual check names it and its minibatch.
-            stack_batches(func, batches, self.num_nodes, xp, batch_ids)
-            raise
-        return assemble(layers, B.ids, graph)
+
+        layers = named(lambda: self._sample_stacked(B, seed, epoch))
+        if isinstance(layers, Pending) and not layers.done:
+            out = Pending(lambda: assemble(named(layers.wait), B.ids, graph))
+        else:
+            if isinstance(layers, Pending):
+                layers = layers.wait()
+            out = Pending.ready(assemble(layers, B.ids, graph))
+        return out.wait() if wait else out
 
     def _hops_check_ids(self, xp):
         """Whether this sampler's hops on ``xp``'s device check the minibatches'
@@ -486,7 +517,9 @@ class Sampler(abc.ABC):
 
     @abc.abstractmethod
     def _sample_stacked(self, B, seed, epoch):
-        """Per layer (output layer first): (adj, dst, dst_ptr, src, src_ptr)."""
+        """Per layer (output layer first): (adj, dst, dst_ptr, src, src_ptr); or a
+        ``spla.Pending`` of that list (``spla.sample_hops(..., wait=False)``),
+        which ``sample`` waits for when its caller does."""
 
 
 def _own_share(B, mine):

@@ -224,10 +224,12 @@ class GraphSAGE(Sampler):
 
     def _sample_stacked(self, B, seed, epoch):
         # Every hop is ``sample_rows(selection(frontier) @ A)`` then
-        # ``compact_columns_blockwise``; spla runs them (fused on a GPU).
+        # ``compact_columns_blockwise``; spla runs them (fused on a GPU,
+        # where they are left queued: ``sample`` waits for them as asked).
         ks = [ALL if f == ALL_NEIGHBORS else f for f in self.config.fanouts]
         return sample_hops(self.A if self.D is None else self.D, B.nodes, B.ptr_host, ks,
                            seed=seed, streams=[stream_of(epoch, h) for h in range(len(ks))],
                            group_ids=B.ids, replace=self.config.replace,
                            weighted=self.config.weighted,
-                           materialize=self.config.materialize, check=not B.checked)
+                           materialize=self.config.materialize, check=not B.checked,
+                           wait=False)

@@ -141,20 +141,20 @@ def test_sim_hop_tables_and_exact_sizes(cp, table, exact):
     Wg = W.to("cuda")
     spla.sample_hops(Wg, cp.asarray(seeds[0]), [0, 6], [1], seed=0, streams=[0])  # prefixes
     import kernels.cuda.hops as hops
-    hops_call = hops.sample_hops
+    hops_call = hops.launch_hops
 
     def forced(*args, **kw):
         return hops_call(*args, **{**kw, "table": table, "budget": 0 if exact else None,
                                    "growth": None})
 
-    hops.sample_hops = forced
+    hops.launch_hops = forced
     try:
         with opcount.counting() as tally:
             got = spla.sample_hops(Wg, cp.asarray(np.concatenate(seeds)),
                                    [0, 6, 12], ks, seed=1, streams=[4, 5, 6], replace=True,
                                    check=False)
     finally:
-        hops.sample_hops = hops_call
+        hops.launch_hops = hops_call
     # Exact sizing reads each hop's frontier size but the last's, then the sizes.
     assert tally.reads == (len(ks) if exact else 1)
     for (gb, gd, gdp, gs, gsp), (wb, wd, wdp, ws, wsp) in zip(got, want):
@@ -431,3 +431,80 @@ def test_sim_block_operator_and_edge_index_read_nothing(cp):
         assert np.array_equal(_host(op.matrix.values), BlockOperator(bw).matrix.values)
         assert op.matrix.values.dtype == np.float32
         assert np.array_equal(_host(edges), bw.edge_index())
+
+
+def test_sim_wait_false_leaves_the_read_to_wait(cp):
+    """``sample(wait=False)`` queues a bulk's launches and returns before its
+    one read; two bulks can be in flight, and each ``wait()`` gives the
+    minibatches that ``wait=True`` gives, with the one read."""
+    import fake_cupy
+    import spla
+    from sampling import GraphSAGE
+    A, _ = _graph(seed=6)
+    seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=4)]
+    s = GraphSAGE(A.to("cuda"), [3, 2])
+    want = [s.sample(seeds, seed=2, epoch=e) for e in (1, 2)]
+    fake_cupy.reset()
+    first = s.sample(seeds, seed=2, epoch=1, wait=False)
+    second = s.sample(seeds, seed=2, epoch=2, wait=False)
+    assert isinstance(first, spla.Pending) and not first.done and not second.done
+    assert fake_cupy.STATS["reads"] == 0 and fake_cupy.STATS["launches"] > 0, fake_cupy.STATS
+    got = [first.wait()]
+    assert fake_cupy.STATS["reads"] == READS_PER_BULK
+    got.append(second.wait())
+    assert fake_cupy.STATS["reads"] == 2 * READS_PER_BULK
+    for g, w in zip(got, want):
+        assert_same_minibatches(g, w)
+    nodes = cp.concatenate(seeds)
+    ptr = np.cumsum([0] + [x.size for x in seeds])
+    fake_cupy.reset()
+    p = spla.sample_hops(A.to("cuda"), nodes, ptr, [3, 2], seed=2, streams=[0, 1],
+                         check=False, wait=False)
+    assert fake_cupy.STATS["reads"] == 0 and not p.done
+    assert len(p.wait()) == 2 and fake_cupy.STATS["reads"] == 1
+
+
+def test_sim_wait_false_raises_a_bad_seed_in_wait(cp):
+    """A repeated seed the GPU's hops find is raised by ``wait()``, with the
+    error the CPU's call raises."""
+    from sampling import GraphSAGE
+    from spla.exceptions import SplaError
+    A, _ = _graph(seed=4)
+    seeds = _seeds(A.nrows, k=3)
+    seeds[1][3] = seeds[1][0]
+    with pytest.raises(SplaError) as cpu:
+        GraphSAGE(A, [3, 2]).sample(seeds, seed=1)
+    p = GraphSAGE(A.to("cuda"), [3, 2]).sample([cp.asarray(x) for x in seeds], seed=1,
+                                               wait=False)
+    for _ in range(2):
+        with pytest.raises(SplaError) as gpu:
+            p.wait()
+        assert (type(gpu.value), str(gpu.value)) == (type(cpu.value), str(cpu.value))
+
+
+def test_sim_loader_queues_the_next_bulk_before_reading_this_one(cp):
+    """NodeLoader on a GPU graph: when the first minibatch comes out, the
+    second bulk's launches are queued too and only the first bulk's read was
+    made; the epoch's minibatches are those of the loader on the CPU graph."""
+    import fake_cupy
+    from sampling import GraphSAGE, NodeLoader
+    A, _ = _graph(seed=8)
+    seeds = np.arange(0, A.nrows, 2)
+    kw = dict(batch_size=6, bulk=2, seed=4)
+    cpu = NodeLoader(GraphSAGE(A, [3, 2]), seeds, **kw)
+    list(cpu)
+    want = list(cpu)  # epoch 1
+    loader = NodeLoader(GraphSAGE(A.to("cuda"), [3, 2]), seeds, **kw)
+    list(loader)  # epoch 0: compiles, and the graph's one-off work
+    fake_cupy.reset()
+    loader.sampler.sample([cp.asarray(seeds[:6]), cp.asarray(seeds[6:12])], seed=4)
+    one_bulk = fake_cupy.STATS["launches"]
+    fake_cupy.reset()
+    it = iter(loader)  # epoch 1
+    first = next(it)
+    assert fake_cupy.STATS["reads"] == READS_PER_BULK, fake_cupy.STATS
+    assert fake_cupy.STATS["launches"] >= 2 * one_bulk, (fake_cupy.STATS, one_bulk)
+    got = [first] + list(it)
+    assert fake_cupy.STATS["reads"] == 2 * READS_PER_BULK  # 4 minibatches, bulks of 2
+    assert len(got) == 4
+    assert_same_minibatches(got, want)

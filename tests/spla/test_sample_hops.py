@@ -303,3 +303,27 @@ def test_fast_launch_parameter_format():
             pos += 7 if t == arr else 1
         assert offsets == [getattr(layout, f"f{i}").offset for i in range(len(types))], fmt
     assert param_format((nt.float32, nt.int64)) == "<fxxxxq"
+
+
+@pytest.mark.parametrize("materialize", [False, True])
+def test_wait_false_gives_the_same_hops(materialize):
+    """On the CPU, fused or composed, ``wait=False`` computes the hops in the
+    call (the Pending is done) and they are ``wait=True``'s."""
+    A = _SPARSE
+    seeds = np.array([5, 9, 200, 7, 1000], np.int64)
+    ptr = np.array([0, 3, 5])
+    kw = dict(seed=11, streams=[0, 1], group_ids=[4, 2], materialize=materialize)
+    want = spla.sample_hops(A, seeds, ptr, [3, 2], **kw)
+    p = spla.sample_hops(A, seeds, ptr, [3, 2], wait=False, **kw)
+    assert isinstance(p, spla.Pending) and p.done
+    got = p.wait()
+    for (gb, gd, gdp, gs, gsp), (wb, wd, wdp, ws, wsp) in zip(got, want):
+        assert gdp.tolist() == wdp.tolist() and gsp.tolist() == wsp.tolist()
+        assert gd.tolist() == wd.tolist() and gs.tolist() == ws.tolist()
+        assert all(x.isequal(y) for x, y in zip(gb, wb))
+
+
+def test_wait_false_checks_its_arguments_in_the_call():
+    A = spla.Matrix.from_dense(np.ones((4, 4)))
+    with pytest.raises(InvalidValue, match="sample_hops: argument 'seeds'.*distinct"):
+        spla.sample_hops(A, [1, 1], [0, 2], [2], seed=0, streams=[0], wait=False)

@@ -1,0 +1,95 @@
+"""NodeLoader keeps one bulk queued ahead when the sampler's device work can run
+ahead of the host (``Sampler.sample(wait=False)`` returns a ``spla.Pending``
+that is not done: a node-wise sampler on a GPU graph).
+
+A GPU is stood in for by a sampler whose ``_sample_stacked`` returns its
+layers behind a ``Pending`` that is not done, logging when each bulk is
+launched and waited for: the order of those events is the loader's
+schedule, and the minibatches must be the plain sampler's.  The GPU path
+itself runs in ``tests/sampling/test_gpu_path.py`` (CUDA simulator).
+"""
+
+import numpy as np
+import pytest
+
+import spla
+import spla.generators
+from sampling import GraphSAGE, NodeLoader
+
+torch = pytest.importorskip("torch")
+
+
+class DeferredSAGE(GraphSAGE):
+    """GraphSAGE whose bulks wait like a GPU's: launched by ``sample``, built by ``wait``."""
+
+    def __init__(self, A, fanouts, log):
+        super().__init__(A, fanouts)
+        self.log = log
+
+    def _sample_stacked(self, B, seed, epoch):
+        layers = super()._sample_stacked(B, seed, epoch)
+        bulk = B.ids[0]
+        self.log.append(("launch", bulk))
+
+        def finish():
+            self.log.append(("wait", bulk))
+            return layers.wait() if isinstance(layers, spla.Pending) else layers
+
+        return spla.Pending(finish)
+
+
+def _graph():
+    return spla.generators.rmat(8, 8, seed=3).structure()
+
+
+def _same(got, want):
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.input_nodes.tolist() == b.input_nodes.tolist()
+        for x, y in zip(a.blocks, b.blocks):
+            assert x.adj.isequal(y.adj)
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_the_next_bulk_is_launched_before_this_one_is_waited_for(prefetch):
+    A = _graph()
+    log = []
+    seeds = np.arange(0, 200, 3)
+    kw = dict(batch_size=10, bulk=2, seed=5, prefetch=prefetch)
+    got = list(NodeLoader(DeferredSAGE(A, [4, 3], log), seeds, **kw))
+    want = list(NodeLoader(GraphSAGE(A, [4, 3]), seeds, **kw))
+    _same(got, want)
+    bulks = [0, 2, 4, 6]  # a bulk is logged by its first batch id
+    expected = [("launch", 0), ("launch", 2), ("wait", 0)]
+    for prev, nxt in zip(bulks[1:], bulks[2:]):
+        expected += [("launch", nxt), ("wait", prev)]
+    expected.append(("wait", bulks[-1]))
+    assert log == expected
+
+
+def test_a_sampler_done_in_the_call_is_not_run_ahead():
+    """On the CPU the bulk is sampled by the call: sampling the next one before
+    training on this one would only hold two bulks in memory."""
+    A = _graph()
+    calls = []
+
+    class Counting(GraphSAGE):
+        def _sample_stacked(self, B, seed, epoch):
+            calls.append(B.ids[0])
+            return super()._sample_stacked(B, seed, epoch)
+
+    it = iter(NodeLoader(Counting(A, [4]), np.arange(40), batch_size=10, bulk=2, seed=1))
+    next(it)
+    assert calls == [0]
+
+
+def test_an_epoch_stopped_early_drops_the_bulk_ahead():
+    A = _graph()
+    log = []
+    it = iter(NodeLoader(DeferredSAGE(A, [4], log), np.arange(60), batch_size=10, bulk=2,
+                         seed=1))
+    next(it)
+    it.close()
+    assert log == [("launch", 0), ("launch", 2), ("wait", 0)]
+    with pytest.raises(StopIteration):
+        next(it)
