@@ -427,13 +427,13 @@ from spla import comm as C
 original = NodeLoader._sample_bulk
 
 
-def _sample_bulk(self, epoch, batches, ids, sampler, features):
+def _sample_bulk(self, epoch, batches, ids, sampler, features, *more, **kw):
     rank = 0 if self.comm is None else self.comm.Get_rank()
     size = 1 if self.comm is None else self.comm.Get_size()
     if (epoch == 1 and rank == size - 1 and
             threading.current_thread().name == "NodeLoader-prefetch"):
         raise RuntimeError(f"deliberate background failure on rank {rank}")
-    return original(self, epoch, batches, ids, sampler, features)
+    return original(self, epoch, batches, ids, sampler, features, *more, **kw)
 
 
 NodeLoader._sample_bulk = _sample_bulk
