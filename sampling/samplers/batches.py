@@ -292,9 +292,14 @@ def stack_batches(func, batches, n, xp, batch_ids=None, check_ids=True):
         fail(DTypeError, func, "batches", "a list of 1-D arrays or a 2-D array", describe(batches))
     if not parts:
         fail(InvalidValue, func, "batches", "at least one minibatch", "none")
+    # Minibatches given on the host for a device sampler (a loader's are) are
+    # checked and stacked on the host and uploaded once: one copy instead of
+    # one per minibatch, and a check that reads nothing back from the device.
+    host = xp is np or all(backend.device_of(b) == backend.CPU for b in parts)
+    mod = np if host else xp
     arrays = []
     for i, b in enumerate(parts):
-        a = xp.asarray(b)
+        a = mod.asarray(b)
         if a.ndim != 1:
             fail(DimensionMismatch, func, f"batches[{i}]", "a 1-D array of vertex ids", describe(a))
         if a.size == 0:
@@ -302,7 +307,7 @@ def stack_batches(func, batches, n, xp, batch_ids=None, check_ids=True):
         if a.dtype.kind not in "iu":
             fail(DTypeError, func, f"batches[{i}]", "integer vertex ids", describe(a))
         arrays.append(a.astype(np.int64, copy=False))
-    nodes = xp.concatenate(arrays)
+    nodes = mod.concatenate(arrays)
     sizes = np.array([a.size for a in arrays], np.int64)
     ptr = np.zeros(len(arrays) + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
@@ -317,7 +322,7 @@ def stack_batches(func, batches, n, xp, batch_ids=None, check_ids=True):
             fail(DimensionMismatch, func, "batch_ids", f"{len(arrays)} ids", len(ids))
     if ids and (max(ids) + 1) * n >= 2 ** 63:
         fail(InvalidValue, func, "batch_ids", "ids with id * n_vertices < 2**63", max(ids))
-    return Batches(nodes, xp.asarray(ptr), ids, ptr, check_ids)
+    return Batches(xp.asarray(nodes), xp.asarray(ptr), ids, ptr, check_ids)
 
 
 def _check_ids(func, arrays, nodes, sizes, n):

@@ -508,3 +508,49 @@ def test_sim_loader_queues_the_next_bulk_before_reading_this_one(cp):
     assert fake_cupy.STATS["reads"] == 2 * READS_PER_BULK  # 4 minibatches, bulks of 2
     assert len(got) == 4
     assert_same_minibatches(got, want)
+
+
+def test_sim_host_minibatches_are_stacked_on_the_host(cp, monkeypatch):
+    """Minibatches given as host arrays to a GPU sampler (a loader's are) are
+    checked and stacked on the host and uploaded once: two uploads per bulk
+    (the vertices and their pointer) whatever its size, no read for the
+    check (LADIES' bulk reads one value fewer than with device minibatches),
+    the same minibatches, and a repeated vertex raises the CPU's error."""
+    import fake_cupy
+    from sampling import LADIES
+    from sampling.samplers.batches import stack_batches
+    from spla.exceptions import SplaError
+    A, _ = _graph(seed=5)
+    seeds = _seeds(A.nrows, k=5)
+    uploads = []
+    real = cp.asarray
+
+    def counted(a, *args, **kw):
+        if type(a) is np.ndarray or isinstance(a, list):
+            uploads.append(len(a))
+        return real(a, *args, **kw)
+
+    monkeypatch.setattr(cp, "asarray", counted)
+    fake_cupy.reset()
+    B = stack_batches("f", seeds, A.nrows, cp)
+    assert len(uploads) == 2 and fake_cupy.STATS["reads"] == 0, (uploads, fake_cupy.STATS)
+    assert isinstance(B.nodes, cp.ndarray)
+    assert np.array_equal(_host(B.nodes), np.concatenate(seeds))
+    monkeypatch.setattr(cp, "asarray", real)
+    s = LADIES(A.to("cuda"), [6, 5])
+    s.sample([cp.asarray(x) for x in seeds], seed=3)  # compiles
+    reads = {}
+    for kind, given in (("device", [cp.asarray(x) for x in seeds]), ("host", seeds)):
+        fake_cupy.reset()
+        got = s.sample(given, seed=3)
+        reads[kind] = fake_cupy.STATS["reads"]
+        assert_same_minibatches(got, LADIES(A, [6, 5]).sample(seeds, seed=3))
+    assert reads["host"] == reads["device"] - 1, reads
+    seeds[2][1] = seeds[2][0]
+    with pytest.raises(SplaError) as cpu:
+        LADIES(A, [6, 5]).sample(seeds, seed=3)
+    fake_cupy.reset()
+    with pytest.raises(SplaError) as gpu:
+        s.sample(seeds, seed=3)
+    assert (type(gpu.value), str(gpu.value)) == (type(cpu.value), str(cpu.value))
+    assert fake_cupy.STATS["reads"] == 0
