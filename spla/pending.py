@@ -53,8 +53,9 @@ class Pending:
 
     def __init__(self, finish):
         if not callable(finish):
-            raise TypeError(f"Pending: argument 'finish' must be callable; got "
-                            f"{type(finish).__name__}")
+            from spla.checks import describe, fail
+            from spla.exceptions import DTypeError
+            fail(DTypeError, "Pending", "finish", "a callable", describe(finish))
         self._finish = finish
         self._value = _UNSET
         self._error = None

@@ -19,7 +19,7 @@ from spla.checks import as_int, as_u64, describe, fail
 from spla.exceptions import DTypeError, InvalidValue
 from spla.layout import chunk
 
-from sampling.loading.epoch_iterator import LoaderStats, EpochIterator
+from sampling.loading.epoch_iterator import EpochIterator, LoaderStats
 from sampling.loading.epochs import (MAX_EPOCH, as_epoch, as_seeds, count_batches, cut,
                                      cut_epoch, fingerprint)
 from sampling.loading.hetero_loader import HeteroInputs, check_hetero_sampler, is_typed_seeds

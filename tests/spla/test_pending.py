@@ -67,5 +67,6 @@ def test_ready_and_repr():
 
 
 def test_finish_must_be_callable():
-    with pytest.raises(TypeError, match="Pending: argument 'finish' must be callable; got int"):
+    from spla.exceptions import DTypeError
+    with pytest.raises(DTypeError, match="Pending: argument 'finish' must be a callable; got"):
         Pending(3)
