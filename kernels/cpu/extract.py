@@ -274,9 +274,13 @@ def take(arr, pos):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+def _pairs_work(ptr, idx, val, hv, rows, *rest):
+    return int(rows.size)
+
+
+@parallel_kernel(_pairs_work, inputs=("ptr", "idx", "val", "rows", "cols", "fill"))
 def _values_at(ptr, idx, val, hv, rows, cols, fill, out):
-    for t in range(rows.size):
+    for t in prange(rows.size):
         r = rows[t]
         lo = ptr[r]
         hi = ptr[r + 1]
@@ -292,8 +296,10 @@ def extract_values(ptr, idx, val, hv, rows, cols, fill):
     """``A[rows[t], cols[t]]`` for every t (1 for a structural entry), ``fill[0]``
     where A holds none; the output has ``fill``'s dtype.
 
-    A binary search in each row's sorted columns (one thread: the callers
-    look up a few entries per sampled vertex, far too little to share).
+    A binary search in each row's sorted columns.  Each search waits on a
+    few dependent loads, so a bulk's lookups (a layer-wise sampler's kept
+    probabilities: tens of thousands) are shared among the threads; a few
+    run on one (``kernels.parallel``).
     """
     out = np.empty(rows.size, fill.dtype)
     if rows.size:

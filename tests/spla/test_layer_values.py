@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spla
+import spla.generators
 from spla.extract import extract_values
 from strategies import twins
 
@@ -48,6 +49,34 @@ def test_extract_values_matches_scipy(t, data, n, fill):
     # Stored values exactly (the dense copy holds the very values).
     if t.dtype is not None and rows.size:
         assert got[stored].tobytes() == t.dense[rows, cols][stored].tobytes()
+
+
+def test_extract_values_of_many_pairs_on_both_twins():
+    """A bulk's lookups (more pairs than ``kernels.parallel.SERIAL_WORK``) run
+    on the parallel twin: against scipy, and equal to the serial twin."""
+    from kernels.cpu.extract import _values_at
+    from kernels.parallel import SERIAL_WORK
+    A = spla.generators.rmat(10, 8, seed=2)
+    A = A.with_values(np.random.default_rng(0).random(A.nnz).astype(np.float32))
+    rng = np.random.default_rng(1)
+    n = 2 * SERIAL_WORK + 7
+    rows, cols = rng.integers(0, A.nrows, n), rng.integers(0, A.ncols, n)
+    # Half the pairs stored entries, half (mostly) absent.
+    hit = rng.integers(0, A.nnz, n // 2)
+    rows[:n // 2] = np.repeat(np.arange(A.nrows), np.diff(A.indptr))[hit]
+    cols[:n // 2] = A.indices[hit]
+    got = extract_values(A, rows, cols, fill=-1.0)
+    S = A.to_scipy()
+    stored = np.asarray(S.astype(bool)[rows, cols]).reshape(-1)
+    want = np.where(stored, np.asarray(S[rows, cols]).reshape(-1), -1.0).astype(np.float32)
+    assert stored[:n // 2].all() and np.array_equal(got, want)
+    fill = np.asarray([-1.0], np.float32)
+    outs = {}
+    for twin in ("serial", "parallel"):
+        out = np.empty(n, np.float32)
+        _values_at.call_twin(twin, A.indptr, A.indices, A.values, True, rows, cols, fill, out)
+        outs[twin] = out
+    assert outs["serial"].tobytes() == outs["parallel"].tobytes() == got.tobytes()
 
 
 def test_extract_values_of_a_lazy_product_and_repeated_pairs():
