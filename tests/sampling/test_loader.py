@@ -625,7 +625,9 @@ def test_prefetch_thread_uses_the_callers_numba_threads(cora):
 
 
 def test_sampler_on_each_backend(cora, backend):
-    """A graph on the GPU: blocks stay there, x and y go to the device."""
+    """A graph on the GPU: blocks stay there, x and y go to the device; bulks
+    of 2 minibatches, so that on a GPU each bulk is queued before the last
+    is waited for (``Sampler.sample(wait=False)``), with the same minibatches."""
     device = "cuda" if backend.name == "cupy" else "cpu"
     X = np.random.default_rng(2).random((cora.num_nodes, 4)).astype(np.float32)
     feats = {"numpy": X, "torch": torch.from_numpy(X).to(device),
@@ -633,7 +635,8 @@ def test_sampler_on_each_backend(cora, backend):
     ref = list(NodeLoader(GraphSAGE(cora.A, [3, 2]), cora.train_idx, 40, seed=6))
     for name, F in feats.items():
         loader = NodeLoader(GraphSAGE(backend.matrix(cora.A), [3, 2]), cora.train_idx, 40,
-                            features=F, labels=cora.y, seed=6, device=device, prefetch=1)
+                            features=F, labels=cora.y, seed=6, device=device, prefetch=1,
+                            bulk=2)
         got = list(loader)
         assert len(got) == len(ref)
         for mb, r in zip(got, ref):

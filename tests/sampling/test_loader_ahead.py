@@ -93,3 +93,25 @@ def test_an_epoch_stopped_early_drops_the_bulk_ahead():
     assert log == [("launch", 0), ("launch", 2), ("wait", 0)]
     with pytest.raises(StopIteration):
         next(it)
+
+
+def test_bulks_in_flight_give_the_minibatches_of_single_calls(backend):
+    """Two bulks queued (``wait=False``) and waited for out of order give the
+    minibatches of one ``wait=True`` call, on every backend this machine has
+    (on a GPU the second bulk runs behind the first on the device)."""
+    A = _graph()
+    rng = np.random.default_rng(4)
+    seeds = [rng.choice(A.nrows, 12, replace=False) for _ in range(6)]
+    want = GraphSAGE(A, [4, 3]).sample(seeds, seed=2, epoch=1)
+    s = GraphSAGE(backend.matrix(A), [4, 3])
+    given = [backend.asarray(x) for x in seeds]
+    first = s.sample(given[:3], seed=2, epoch=1, wait=False)
+    second = s.sample(given[3:], seed=2, epoch=1, batch_ids=[3, 4, 5], wait=False)
+    got = second.wait()
+    got = first.wait() + got
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert backend.host(a.input_nodes).tolist() == b.input_nodes.tolist()
+        for x, y in zip(a.blocks, b.blocks):
+            assert x.adj.device == backend.device
+            assert x.adj.to("cpu").isequal(y.adj)
