@@ -53,6 +53,8 @@ reads each hop's frontier size instead (one read per hop) and sizes the
 next hop exactly.
 """
 
+import contextlib
+
 import numpy as np
 from numba import cuda
 
@@ -454,24 +456,39 @@ def launch_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
             index_dtype)
     exact = _bytes(bounds, ks, G, idx_bytes, val_bytes) > budget
     caps = _estimated(bounds, growth, G)
+    stream = _current_stream(xp)
     if caps != bounds and _bytes(caps, ks, G, idx_bytes, val_bytes) <= budget:
         raw, flat = _run(*args, caps=caps, exact=False, table=table)
-        return LaunchedHops(raw, flat, ptr, (args, bounds, exact, table))
+        return LaunchedHops(raw, flat, ptr, stream, (args, bounds, exact, table))
     raw, flat = _run(*args, caps=bounds, exact=exact, table=table)
-    return LaunchedHops(raw, flat, ptr, None)
+    return LaunchedHops(raw, flat, ptr, stream, None)
+
+
+def _current_stream(xp):
+    """cupy's current stream (the launches' stream), or None for a stand-in without one."""
+    get = getattr(getattr(xp, "cuda", None), "get_current_stream", None)
+    return get() if get is not None else None
 
 
 class LaunchedHops:
     """A bulk of fused hops queued on the device (``launch_hops``); ``finish()``
-    reads its sizes back and returns ``(hops, growth)`` as ``sample_hops``."""
+    reads its sizes back and returns ``(hops, growth)`` as ``sample_hops``.
 
-    def __init__(self, raw, flat, ptr, rerun):
-        self._raw, self._flat, self._ptr = raw, flat, ptr
+    ``finish()`` reads on the stream the bulk was launched on, so it may be
+    called from another thread or outside the launch's stream context.
+    """
+
+    def __init__(self, raw, flat, ptr, stream, rerun):
+        self._raw, self._flat, self._ptr, self._stream = raw, flat, ptr, stream
         # (arguments, bounds, exact, table) when the sizes are an estimate
         # that the bulk may outgrow: it then runs again at the bounds.
         self._rerun = rerun
 
     def finish(self):
+        with self._stream if self._stream is not None else contextlib.nullcontext():
+            return self._finish()
+
+    def _finish(self):
         raw, host = self._raw, to_host(self._flat)
         self._raw = self._flat = None
         _refuse_bad_seeds(host)

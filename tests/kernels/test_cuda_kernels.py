@@ -50,7 +50,8 @@ sim = pytest.mark.skipif(
 CHILD_TIMEOUT_S = 900
 
 #: Other files whose ``test_sim_*`` tests run in the same simulator child.
-SIM_FILES = ("kernels/test_topk_cuda.py", "sampling/test_gpu_path.py", "kernels/test_spmm_cuda.py",
+SIM_FILES = ("kernels/test_topk_cuda.py", "sampling/test_gpu_path.py",
+             "sampling/test_gpu_queued.py", "kernels/test_spmm_cuda.py",
              "kernels/test_masked_cuda.py", "kernels/test_gather_cuda.py",
              "sampling/test_device_cache.py", "kernels/test_long_rows_cuda.py",
              "kernels/test_spgemm_hash_cuda.py", "kernels/test_layer_groups.py",
