@@ -384,6 +384,37 @@ class HotRowCache:
         self._hot = HotSet(hot, copy_ids, copies)
 
 
+def bulk_access_counts(it, n):
+    """Per vertex, the bulks of an epoch iterator whose feature fetch asks for it.
+
+    A 'frequency' cache ranks rows by how often they are fetched; a row
+    wanted by several minibatches of one bulk travels once, so a bulk counts
+    once.  ``it`` is a ``NodeLoader`` epoch iterator (its ``stats.bulks``
+    tells the bulks apart), ``n`` the number of vertices.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from sampling import GraphSAGE, NodeLoader
+    >>> A = spla.Matrix.from_dense(np.eye(4, k=1) + np.eye(4, k=-1))
+    >>> it = iter(NodeLoader(GraphSAGE(A, [-1]), np.arange(4), 1, bulk=2, shuffle=False))
+    >>> bulk_access_counts(it, 4).tolist()     # bulks {0, 1} and {2, 3} with their neighbours
+    [1, 2, 2, 1]
+    """
+    from spla.backend import to_host
+    counts = np.zeros(n, np.int64)
+    bulk, wanted = 0, []
+    for mb in it:
+        if it.stats.bulks != bulk and wanted:
+            counts[np.unique(np.concatenate(wanted))] += 1
+            wanted = []
+        bulk = it.stats.bulks
+        wanted.append(np.asarray(to_host(mb.input_nodes)))
+    if wanted:
+        counts[np.unique(np.concatenate(wanted))] += 1
+    return counts
+
+
 def _cache_fraction(func, cache):
     """``cache`` as a float in [0, 1]."""
     if isinstance(cache, (bool, np.bool_)) or not isinstance(cache, (numbers.Real, np.number)):
@@ -499,4 +530,5 @@ def _members(ids, sorted_set):
     return sorted_set[pos] == ids
 
 
-__all__ = ["CACHE_POLICIES", "CacheStats", "HotRowCache", "HotSet", "cache_size", "hottest"]
+__all__ = ["CACHE_POLICIES", "CacheStats", "HotRowCache", "HotSet", "bulk_access_counts",
+           "cache_size", "hottest"]

@@ -23,11 +23,12 @@ import time
 import numpy as np
 
 from spla import comm as C
-from spla.backend import to_host
 from spla.checks import describe, fail
 from spla.exceptions import DTypeError
 
+from sampling.loading.feature_cache import bulk_access_counts
 from sampling.loading.placement import cap_device_memory
+from sampling.train.ahead import NextEpoch, mark_prefetch_stuck
 from sampling.train.build import (check_cuda, check_logits, check_model, check_sampler,
                                   dense_features, features_of, load_dataset, make_partition,
                                   make_sampler, make_store, plan_bulk, resolve_placement,
@@ -158,6 +159,7 @@ class Trainer:
         self.given_model = model is not None
         self._state = RunState(torch, self.device, self.threads, self.torch_threads)
         self._model_checked = False
+        self._ahead, self._cache_mark = NextEpoch(), None
         self._show_progress = self.rank == 0 and wants_progress(opts.progress)
         self.history = []
         with using_threads(self.threads, self.torch_threads):
@@ -329,19 +331,9 @@ class Trainer:
         several minibatches of one bulk travels once, so that is what its
         bytes depend on.  ``warm_cache`` sums the counts over the ranks.
         """
-        counts = np.zeros(self.store.num_nodes, np.int64)
         loader = self._loader(self.store.splits["train"], shuffle=True, fetch=False)
         loader.set_epoch(_CACHE_STREAM)
-        it, bulk, wanted = iter(loader), 0, []
-        for mb in it:
-            if it.stats.bulks != bulk and wanted:
-                counts[np.unique(np.concatenate(wanted))] += 1
-                wanted = []
-            bulk = it.stats.bulks
-            wanted.append(np.asarray(to_host(mb.input_nodes)))
-        if wanted:
-            counts[np.unique(np.concatenate(wanted))] += 1
-        self.store.warm_cache(counts)
+        self.store.warm_cache(bulk_access_counts(iter(loader), self.store.num_nodes))
 
     # -- the trainer's own threads and random state -------------------------------------
     def _fork_rng(self):
@@ -444,19 +436,22 @@ class Trainer:
         with self._working():
             return self._train_epoch(epoch)
 
-    def _train_epoch(self, epoch):
+    def _train_epoch(self, epoch, then=None):
+        """The epoch; ``then``: the epoch whose iterator to start once this one's
+        training loop has ended (``fit``: the next, produced during validation)."""
         t = dict.fromkeys(PHASES, 0.0)
         sums = dict.fromkeys(("loss", "seeds", "steps"), 0)
         started = time.perf_counter()
-        cache_before = self._cache_stats()
-        self.train_loader.set_epoch(epoch)
+        # An epoch started ahead counts the cache's requests from its start.
+        cache_before = self._cache_mark if self._cache_mark is not None else self._cache_stats()
+        self._cache_mark = cache_end = None
         it = None
         with C.counting() as moved:
             bar = progress_bar(self._show_progress, len(self.train_loader), epoch)
             try:
                 # Inside the try: Ctrl-C right after the prefetch thread
                 # starts must still stop it (the finally below).
-                it = iter(self.train_loader)
+                it = self._ahead.iterator(self.train_loader, epoch)
                 self.model.train()
                 bulk = step = 0
                 for mb in it:
@@ -464,10 +459,14 @@ class Trainer:
                     self._train_step(mb, t, sums, f"epoch {epoch + 1}, bulk {bulk}, step {step}")
                     if bar is not None:
                         bar.update(1)
-                if bar is not None:
-                    bar.set_postfix_str("validating")
                 t0 = time.perf_counter()
                 loop = t0 - started
+                if then is not None:
+                    it.close()  # its producer is done: the slots are the next one's
+                    self._cache_mark = cache_end = self._cache_stats()
+                    self._ahead.start(self.train_loader, then)
+                if bar is not None:
+                    bar.set_postfix_str("validating")
                 val = self.evaluate("val")
                 t["eval"] = time.perf_counter() - t0
             except BaseException as exc:
@@ -477,23 +476,24 @@ class Trainer:
                     # collective that the others never join.  Say so on the
                     # exception, and the main job aborts every rank (MPI
                     # cannot finalize under a thread blocked in a collective).
-                    _mark_prefetch_stuck(exc)
+                    mark_prefetch_stuck(exc)
                 raise
             finally:
                 if it is not None:
                     it.close()
                 if bar is not None:
                     bar.close()
-        return self._epoch_stats(epoch, t, sums, it.stats, moved, cache_before, started, val,
-                                 loop)
+        return self._epoch_stats(epoch, t, sums, it.stats, moved, (cache_before, cache_end),
+                                 started, val, loop)
 
-    def _epoch_stats(self, epoch, t, sums, loaded, moved, cache_before, started, val, loop):
+    def _epoch_stats(self, epoch, t, sums, loaded, moved, cache_window, started, val, loop):
         """The epoch's row: sums over the ranks, times of the slowest rank."""
         t["sample"] += loaded.sample
         t["fetch"] += loaded.fetch
         hits = asked = 0
         if self._cache_fraction() > 0:
-            cache = self._cache_stats() - cache_before
+            before, end = cache_window
+            cache = (self._cache_stats() if end is None else end) - before
             hits, asked = cache.hits, cache.requested
         phases = bytes_by_phase(moved)
         tot = self._reduce([sums["loss"], sums["seeds"], loaded.sampled_edges, hits, asked]
@@ -568,10 +568,16 @@ class Trainer:
                         gpu=self.opts.device == "cuda")
             if log and self.rank == 0:
                 log(header(**cols))
-            for e in range(start, start + epochs):
-                stats = self.train_epoch(e)
-                if log and self.rank == 0:
-                    log(format_row(stats, **cols))
+            try:
+                for e in range(start, start + epochs):
+                    # The next epoch starts producing during this one's
+                    # validation pass (sampling.train.ahead; one process).
+                    then = e + 1 if e + 1 < start + epochs and self.size == 1 else None
+                    stats = self._train_epoch(e, then)
+                    if log and self.rank == 0:
+                        log(format_row(stats, **cols))
+            finally:
+                self._ahead.drop()
             return self.evaluate("test")
 
     def parameter_checksum(self):
@@ -587,14 +593,6 @@ class Trainer:
         flat = self.torch.cat([p.detach().reshape(-1).double().cpu() for p in params])
         w = self.torch.arange(flat.numel(), dtype=self.torch.float64) % 97 + 1
         return float(flat.abs().sum()), float((flat * w).sum())
-
-
-def _mark_prefetch_stuck(exc):
-    """Flag ``exc``: this rank's prefetch thread is blocked in a collective (see job.py)."""
-    try:
-        exc.prefetch_stuck = True
-    except Exception:  # noqa: BLE001 - an exception type that refuses attributes
-        pass
 
 
 __all__ = ["Trainer", "EpochStats"]
