@@ -35,6 +35,9 @@ class NextEpoch:
 
     def __init__(self):
         self._it = None
+        #: the epoch to start when the current one's training loop ends
+        #: (set by ``Trainer.fit`` before each epoch; None: none follows)
+        self.follows = None
 
     def start(self, loader, epoch):
         """Start ``loader``'s iterator of ``epoch`` now (dropping one started before)."""
@@ -54,6 +57,7 @@ class NextEpoch:
 
     def drop(self):
         """Stop an iterator started ahead and not handed over (joins its thread)."""
+        self.follows = None
         it, self._it = self._it, None
         if it is not None:
             it.close()

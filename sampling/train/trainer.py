@@ -436,10 +436,10 @@ class Trainer:
         with self._working():
             return self._train_epoch(epoch)
 
-    def _train_epoch(self, epoch, then=None):
-        """The epoch; ``then``: the epoch whose iterator to start once this one's
-        training loop has ended (``fit``: the next, produced during validation)."""
+    def _train_epoch(self, epoch):
         t = dict.fromkeys(PHASES, 0.0)
+        # fit's next epoch: its iterator starts when this training loop ends.
+        then, self._ahead.follows = self._ahead.follows, None
         sums = dict.fromkeys(("loss", "seeds", "steps"), 0)
         started = time.perf_counter()
         # An epoch started ahead counts the cache's requests from its start.
@@ -572,8 +572,9 @@ class Trainer:
                 for e in range(start, start + epochs):
                     # The next epoch starts producing during this one's
                     # validation pass (sampling.train.ahead; one process).
-                    then = e + 1 if e + 1 < start + epochs and self.size == 1 else None
-                    stats = self._train_epoch(e, then)
+                    self._ahead.follows = (e + 1 if e + 1 < start + epochs and self.size == 1
+                                           else None)
+                    stats = self.train_epoch(e)
                     if log and self.rank == 0:
                         log(format_row(stats, **cols))
             finally:
