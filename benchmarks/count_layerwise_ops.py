@@ -76,17 +76,19 @@ def main():
         wrap(base, "assemble", "assemble (split_blocks)")
         wrap(base, "stack_batches")
         A, _ = _graph(seed=7)
-        seeds = [cp.asarray(s) for s in _seeds(A.nrows, k=2)]
+        host = _seeds(A.nrows, k=2)
+        given = {"device": [cp.asarray(s) for s in host], "host": host}
         for cls in (LADIES, FastGCN):
             sampler = cls(A.to("cuda"), [6, 5])
-            sampler.sample(seeds[:1], seed=3)   # the graph's one-off work
-            for k in (1, 2):
+            sampler.sample(given["device"][:1], seed=3)   # the graph's one-off work
+            # Minibatches as device arrays, and on the host as NodeLoader gives them.
+            for where, k in (("device", 1), ("device", 2), ("host", 2)):
                 OWN.clear()
                 fake_cupy.reset()
-                sampler.sample(seeds[:k], seed=3, epoch=1)
+                sampler.sample(given[where][:k], seed=3, epoch=1)
                 total = dict(fake_cupy.STATS)
-                print(f"{cls.__name__} [6, 5], bulk of {k}: {total['launches']} device "
-                      f"operations, {total['reads']} blocking reads")
+                print(f"{cls.__name__} [6, 5], bulk of {k}, minibatches on the {where}: "
+                      f"{total['launches']} device operations, {total['reads']} blocking reads")
                 for name, (l, r, c) in sorted(OWN.items(), key=lambda kv: -kv[1][0]):
                     print(f"  {name:32s} calls {c:2d}  launches {l:4d}  reads {r:3d}")
 
