@@ -454,7 +454,8 @@ class NodeLoader:
         mine = [batches[i] for i in ids]
         if not ids:
             pending = Pending.ready([])
-        elif self.node_type is None and isinstance(sampler, Sampler):
+        elif self.node_type is None and type(sampler).sample is Sampler.sample:
+            # (A subclass's own ``sample`` may not take ``wait``: called as before.)
             pending = sampler.sample(mine, seed=self.seed, epoch=epoch, batch_ids=ids,
                                      wait=False)
         else:

@@ -115,3 +115,20 @@ def test_bulks_in_flight_give_the_minibatches_of_single_calls(backend):
         for x, y in zip(a.blocks, b.blocks):
             assert x.adj.device == backend.device
             assert x.adj.to("cpu").isequal(y.adj)
+
+
+def test_a_sampler_with_its_own_sample_is_called_as_before():
+    """A subclass that overrides ``sample`` with the signature it had before
+    ``wait`` existed still samples through the loader."""
+    A = _graph()
+    calls = []
+
+    class Logged(GraphSAGE):
+        def sample(self, batches, *, seed, epoch=0, batch_ids=None):
+            calls.append(list(batch_ids))
+            return super().sample(batches, seed=seed, epoch=epoch, batch_ids=batch_ids)
+
+    got = list(NodeLoader(Logged(A, [4]), np.arange(40), batch_size=10, bulk=2, seed=1))
+    want = list(NodeLoader(GraphSAGE(A, [4]), np.arange(40), batch_size=10, bulk=2, seed=1))
+    _same(got, want)
+    assert calls == [[0, 1], [2, 3]]
