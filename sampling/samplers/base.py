@@ -492,12 +492,11 @@ class Sampler(abc.ABC):
                 raise
 
         layers = named(lambda: self._sample_stacked(B, seed, epoch))
-        if isinstance(layers, Pending) and not layers.done:
-            out = Pending(lambda: assemble(named(layers.wait), B.ids, graph))
-        else:
-            if isinstance(layers, Pending):
-                layers = layers.wait()
-            out = Pending.ready(assemble(layers, B.ids, graph))
+        if not isinstance(layers, Pending):
+            layers = Pending.ready(layers)
+        out = Pending(lambda: assemble(named(layers.wait), B.ids, graph))
+        if wait or layers.done:
+            out.wait()  # nothing left on a device: the minibatches are made by the call
         return out.wait() if wait else out
 
     def _hops_check_ids(self, xp):

@@ -40,24 +40,25 @@ class NextEpoch:
         self.follows = None
 
     def start(self, loader, epoch):
-        """Start ``loader``'s iterator of ``epoch`` now (dropping one started before)."""
-        self.drop()
+        """Start ``loader``'s iterator of ``epoch`` now (stopping one started before)."""
+        self._close()
         loader.set_epoch(epoch)
         self._it = iter(loader)
 
     def iterator(self, loader, epoch):
         """The iterator of ``epoch``: the one started ahead, or a new one."""
+        if self._it is None or self._it.epoch != epoch:
+            self.start(loader, epoch)
         it, self._it = self._it, None
-        if it is not None and it.epoch == epoch:
-            return it
-        if it is not None:
-            it.close()
-        loader.set_epoch(epoch)
-        return iter(loader)
+        return it
 
     def drop(self):
-        """Stop an iterator started ahead and not handed over (joins its thread)."""
+        """Forget ``follows`` and stop an iterator started ahead and not handed
+        over (joins its thread)."""
         self.follows = None
+        self._close()
+
+    def _close(self):
         it, self._it = self._it, None
         if it is not None:
             it.close()
