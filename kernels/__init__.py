@@ -4,15 +4,21 @@
 numba.cuda twins.  Helpers shared by both (random numbers, searches, the
 row-level sampler) live at this level.
 
-Importing this package sets ``OMP_WAIT_POLICY=PASSIVE`` in the environment
-unless the user set it: numba's threading layer here is OpenMP (GNU
-libgomp), whose threads by default spin at the end of every parallel region
-waiting for the others.  On a machine with more runnable threads than cores
-a spinning thread burns the core that the thread it waits for needs, and a
-loop of small parallel regions slows down tenfold and more.  libgomp reads
-the variable once, when numba first loads it (the first parallel call), so
-it must be set before that: this module is imported before any kernel runs.
-See docs/design.rst ("Threads") for the measurements; set
+Importing this package loads Intel TBB's runtime when the ``tbb`` package
+is installed, so that numba runs the parallel kernels on TBB's
+work-stealing threads, whose regions cost microseconds whether cores are
+free or busy (``kernels.threads``; ``NUMBA_THREADING_LAYER=omp`` keeps
+OpenMP).
+
+It also sets ``OMP_WAIT_POLICY=PASSIVE`` in the environment unless the user
+set it.  GNU libgomp (numba's OpenMP layer where TBB is missing, and
+torch's CPU threads) by default spins at the end of every parallel region
+waiting for the other threads.  On a machine with more runnable threads
+than cores a spinning thread burns the core that the thread it waits for
+needs, and a loop of small parallel regions slows down tenfold and more.
+libgomp reads the variable once, when it is loaded, so it must be set
+before that: this module is imported before any kernel runs.  See
+docs/design.rst ("Threads") for the measurements; set
 ``OMP_WAIT_POLICY=ACTIVE`` to get the spinning back.
 
 Importing it also makes numba's on-disk cache safe for processes that
@@ -27,8 +33,10 @@ import os
 
 from kernels import allocator as _allocator
 from kernels import cache_lock as _cache_lock
+from kernels import threads as _threads
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_threads.load_tbb()
 _allocator.apply_policy(os.environ)
 _cache_lock.install()
 

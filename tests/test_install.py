@@ -37,7 +37,10 @@ def test_install_requires_has_no_gpu_mpi_or_torch_package():
     cfg = configparser.ConfigParser()
     cfg.read(os.path.join(ROOT, "setup.cfg"))
     names = _requirement_names(cfg["options"]["install_requires"])
-    assert set(names) == {"numpy", "scipy", "numba"}, names
+    # tbb: numba's TBB threading layer, a plain CPU runtime (kernels.threads).
+    assert set(names) == {"numpy", "scipy", "numba", "tbb"}, names
+    tbb, = [r for r in cfg["options"]["install_requires"].splitlines() if r.startswith("tbb")]
+    assert 'platform_system == "Linux"' in tbb, tbb
     extras = cfg["options.extras_require"]
     # What moved out must still be reachable through an extra.
     assert "numba-cuda" in _requirement_names(extras["gpu"])
