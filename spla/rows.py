@@ -156,8 +156,13 @@ def _gather(device, cold, ids, hot, slot, out, hits, shape):
         out = xp.empty(shape, cold.dtype)
     ids = _contiguous(xp, ids, np.int64)
     if hot is None:
-        # No cache: a plain gather (no slot map of n entries to build per call).
-        xp.take(cold, ids, axis=0, out=out)
+        # No cache: a plain gather (no slot map of n entries to build per
+        # call), on every CPU thread (numpy's take copies on one).
+        if device == backend.CUDA:
+            xp.take(cold, ids, axis=0, out=out)
+        else:
+            backend.kernels_for(device).gather.take_rows(ids, cold.reshape(-1), f,
+                                                         out.reshape(-1))
         return out
     if hits is None:
         hits = xp.zeros(1, np.int64)

@@ -5,10 +5,48 @@ has a cache slot (``slot[v] >= 0``) and ``out[r] = cold[v]`` otherwise, and
 adds the number of rows served by ``hot`` to ``hits[0]``.  The matrices are
 passed flattened (C order) with their row width ``f``, as the CUDA twin
 takes them, so both have one signature per dtype.
+
+``take_rows`` is the gather without a cache, ``out[r] = cold[ids[r]]``, on
+every thread: numpy's ``take`` copies on one, and a bulk's feature rows
+(tens to hundreds of megabytes for a loader feeding a GPU) are random reads
+of whole rows that more threads overlap.  On the GPU cupy's ``take`` is
+already one parallel kernel.
 """
 
 import numba
 import numpy as np
+
+from kernels.parallel import parallel_kernel
+
+
+def _take_work(ids, cold, f, out):
+    return int(ids.size) * int(f)
+
+
+@parallel_kernel(_take_work, inputs=("ids", "cold"))
+def _take(ids, cold, f, out):
+    for r in numba.prange(ids.size):
+        src = ids[r] * f
+        dst = r * f
+        for c in range(f):
+            out[dst + c] = cold[src + c]
+
+
+def take_rows(ids, cold, f, out):
+    """``out`` (flattened, ``ids.size * f``) with the rows ``cold[ids]`` of the
+    flattened ``f``-wide ``cold``; ids are trusted to be in range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernels.cpu.gather import take_rows
+    >>> cold = np.arange(6.0)                       # 3 rows of 2
+    >>> take_rows(np.array([2, 0]), cold, 2, np.empty(4)).tolist()
+    [4.0, 5.0, 0.0, 1.0]
+    """
+    if ids.size and f:
+        _take(ids, cold, np.int64(f), out)
+    return out
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)

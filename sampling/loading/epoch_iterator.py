@@ -74,9 +74,11 @@ class EpochIterator:
             if staging is None:
                 return loader._sample_bulk(epoch, batches, bulks[i], sampler, features,
                                            launched=launched)
-            mbs, ts, tf = loader._sample_bulk(epoch, batches, bulks[i], sampler, features,
-                                              staging[1], launched=launched)
-            return staging[0].stage(mbs), ts, tf
+            # The inputs are gathered straight into the ring's pinned slot.
+            mbs, ts, _ = loader._sample_bulk(epoch, batches, bulks[i], sampler, features,
+                                             staging[1], launched=launched, gather=False)
+            staged = staging[0].stage(mbs, staging[1], features)
+            return staged, ts, staged.fetch
 
         if loader._bg is not None and bulks:
             # The prefetcher stops itself when this iterator drops it: its

@@ -40,6 +40,7 @@ import copy
 
 import numpy as np
 
+import spla
 from spla import comm as C
 from spla.checks import as_index_array
 
@@ -321,33 +322,62 @@ class FeatureStore:
         """Boolean mask of split ``name`` (length n)."""
         return self._targets.mask(name)
 
-    def fetch(self, ids):
+    def fetch(self, ids, out=None):
         """The feature rows of ``ids`` (float32, ``len(ids) x f``).
 
         Collective when partitioned: every rank of the communicator must
-        call it (with its own ids, possibly none).  Replicated: local.
-        With a cache, the hot rows are read locally and only the others
-        travel; the result is the same.
+        call it (with its own ids, possibly none).  Replicated: local, a
+        gather on every CPU thread (``spla.take_rows``).  With a cache, the
+        hot rows are read locally and only the others travel; the result
+        is the same.
 
         Parameters
         ----------
         ids : 1-D int array (numpy, cupy or torch)
             Global vertex ids, any order, repeats allowed.
+        out : numpy float32 array of shape (len(ids), f), optional
+            C-contiguous; written with the rows (e.g. a pinned staging
+            buffer, saving a copy) and returned.
 
         Returns
         -------
         numpy float32 array of shape (len(ids), f)
+
+        Raises
+        ------
+        IndexOutOfRange, DTypeError
+            ``ids`` out of range or not integers.
+        DimensionMismatch
+            ``out`` of another shape or dtype, or not C-contiguous.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> store = FeatureStore(np.arange(8, dtype=np.float32).reshape(4, 2))
+        >>> store.fetch([3, 0]).tolist()
+        [[6.0, 7.0], [0.0, 1.0]]
+        >>> out = np.empty((1, 2), np.float32)
+        >>> store.fetch(np.array([2]), out=out) is out, out.tolist()
+        (True, [[4.0, 5.0]])
         """
         func = "FeatureStore.fetch"
         with C.collective_checks(None if self.replicated else self.comm):
             ids = as_index_array(func, "ids", host_array(func, "ids", ids), self.num_nodes)
+            if out is not None:
+                _check_out(func, out, (ids.size, self.num_features))
         if self.replicated:
-            return self.local[ids]
+            # ids checked above: the gather reads them as they are.
+            return spla.take_rows(self.local, ids, out=out, check=False)
         unique, inverse = np.unique(ids, return_inverse=True)
         rows = self._hot_cache.lookup(self._storage, unique)
         if not self.num_features:
-            return np.zeros((ids.size, 0), np.float32)
-        return rows[inverse.reshape(-1)]
+            rows = np.zeros((ids.size, 0), np.float32)
+        else:
+            rows = rows[inverse.reshape(-1)]
+        if out is None:
+            return rows
+        out[...] = rows
+        return out
 
     def warm_cache(self, counts):
         """Collective: choose the cached rows of a ``cache_policy='frequency'`` store.
@@ -420,6 +450,16 @@ class FeatureStore:
     def fetch_labels(self, ids):
         """Labels of ``ids`` (local: labels are replicated)."""
         return self._targets.fetch("FeatureStore.fetch_labels", ids)
+
+
+def _check_out(func, out, shape):
+    """``out`` must be a C-contiguous float32 numpy array of ``shape``."""
+    from spla.checks import describe, fail
+    from spla.exceptions import DimensionMismatch
+    if not (isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == shape
+            and out.flags.c_contiguous and out.flags.writeable):
+        fail(DimensionMismatch, func, "out", f"a writable C-contiguous float32 array of shape "
+             f"{shape}", describe(out))
 
 
 __all__ = ["CACHE_POLICIES", "CacheStats", "FeatureStore", "cache_size", "hottest",

@@ -74,9 +74,65 @@ class Inputs:
             rows = F[backend.to_host(ids)].toarray()
             X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
         else:  # numpy
-            rows = F[backend.to_host(ids)]
-            X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
+            X = torch.from_numpy(self._host_rows(F, ids)).to(self.device)
         return list(X.split([int(a.size) for a in parts]))
+
+    def width(self, F):
+        """Columns of the features ``F`` (of this object's kind), 0 without features."""
+        if self.kind is None:
+            return 0
+        return int(F.num_features if self.kind == "store" else F.shape[1])
+
+    def gather_x_into(self, parts, F, out):
+        """Write the feature rows of ``parts`` (concatenated) into ``out``.
+
+        ``out`` is a C-contiguous float32 numpy array of ``(rows, width)``,
+        such as a pinned staging buffer: a replicated ``FeatureStore`` or a
+        float32 numpy matrix is gathered into it by one parallel kernel
+        (``spla.take_rows``), any other host container through its own
+        gather and a copy.  Host features only (``staging_for``'s kinds).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> inp = Inputs("f", 3, np.arange(6, dtype=np.float32).reshape(3, 2), None, "cpu")
+        >>> out = np.empty((2, 2), np.float32)
+        >>> inp.gather_x_into([np.array([2]), np.array([0])], inp.features, out).tolist()
+        [[4.0, 5.0], [0.0, 1.0]]
+        """
+        ids = np.asarray(backend.to_host(backend.concatenate(parts)), np.int64)
+        kind = self.kind
+        if kind == "store":
+            return F.fetch(ids, out=out)
+        if kind == "numpy":
+            return self._host_rows(F, ids, out)
+        if kind == "torch":
+            torch = self.torch
+            out[...] = F[torch.from_numpy(ids)].to(torch.float32).numpy()
+        elif kind == "scipy":
+            out[...] = F[ids].toarray()
+        else:
+            out[...] = F[ids]
+        return out
+
+    @staticmethod
+    def _host_rows(F, ids, out=None):
+        """Rows ``ids`` of the numpy matrix ``F`` as C-contiguous float32 (into ``out``)."""
+        import spla
+        ids = np.asarray(backend.to_host(ids))
+        if F.dtype == np.float32 and F.flags.c_contiguous:
+            # On every CPU thread; the sampler's ids are vertices of the graph.
+            return spla.take_rows(F, ids, out=out, check=False)
+        rows = np.ascontiguousarray(F[ids], np.float32)
+        if out is None:
+            return rows
+        out[...] = rows
+        return out
+
+    def gather_y_into(self, parts, out):
+        """Write the labels of ``parts`` (concatenated) into the int64 tensor ``out``."""
+        idx = torch_index(self.torch, backend.concatenate(parts), self.labels.device)
+        return self.torch.index_select(self.labels, 0, idx, out=out)
 
     def gather_y(self, parts):
         """The labels of each array of ``parts`` (one gather per bulk), or None."""

@@ -464,21 +464,24 @@ class NodeLoader:
                                                    batch_ids=ids, **typed))
         return pending, time.perf_counter() - t0
 
-    def _sample_bulk(self, epoch, batches, ids, sampler, features, inputs=None, launched=None):
+    def _sample_bulk(self, epoch, batches, ids, sampler, features, inputs=None, launched=None,
+                     gather=True):
         """Sample one bulk and attach its features and labels: this rank's minibatches.
 
         ``sampler`` and ``features`` are the loader's, or their twins on
         duplicated communicators in the background thread; ``launched`` the
-        bulk's ``_launch_bulk`` when it was started earlier.  Returns the
-        minibatches, the seconds sampling and the seconds gathering.
+        bulk's ``_launch_bulk`` when it was started earlier.  Without
+        ``gather`` the minibatches get no ``x`` or ``y`` (a staging ring
+        gathers them into its own buffers).  Returns the minibatches, the
+        seconds sampling and the seconds gathering.
         """
         pending, ts = launched or self._launch_bulk(epoch, batches, ids, sampler)
         t0 = time.perf_counter()
         mbs = pending.wait()
         t1 = time.perf_counter()
         inputs = self._inputs if inputs is None else inputs
-        xs = inputs.gather_x([mb.input_nodes for mb in mbs], features)
-        ys = inputs.gather_y([mb.seeds for mb in mbs])
+        xs = inputs.gather_x([mb.input_nodes for mb in mbs], features) if gather else None
+        ys = inputs.gather_y([mb.seeds for mb in mbs]) if gather else None
         mbs = [dataclasses.replace(mb, x=None if xs is None else xs[j],
                                    y=None if ys is None else ys[j],
                                    meta={**mb.meta, "epoch": epoch})

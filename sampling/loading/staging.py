@@ -35,6 +35,7 @@ Examples
 0
 """
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass, field
@@ -161,7 +162,7 @@ class Staged:
     ['mb']
     """
 
-    def __init__(self, mbs, ready, slot, staging, seconds, tensors):
+    def __init__(self, mbs, ready, slot, staging, seconds, tensors, fetch=0.0):
         self.mbs = mbs
         #: the device tensors the minibatches' x and y are views of
         self.tensors = tensors
@@ -170,6 +171,8 @@ class Staged:
         self.staging = staging
         #: seconds the producer spent packing and copying this bulk
         self.seconds = seconds
+        #: seconds it spent gathering the inputs into the slot (``stage(mbs, inputs)``)
+        self.fetch = fetch
 
     def take(self, previous):
         """Make the consumer's stream wait for the copies; release ``previous``'s slot.
@@ -233,45 +236,76 @@ class Staging:
                                                   pin_memory=self.cuda)
         return slot.buffers[name]
 
-    def stage(self, mbs):
-        """Pack and copy the inputs of the minibatches ``mbs``; a ``Staged`` bulk."""
-        import dataclasses
+    def stage(self, mbs, inputs=None, features=None):
+        """Pack and copy the inputs of the minibatches ``mbs``; a ``Staged`` bulk.
+
+        Without ``inputs`` the minibatches carry their ``x`` and ``y`` (host
+        tensors), which are packed into the slot.  With ``inputs`` (the
+        loader's host ``Inputs``) and ``features``, the rows of each
+        minibatch's input vertices and the labels of its seeds are gathered
+        straight into the slot's pinned buffers: one host copy of the bulk
+        fewer, and the gather runs on every CPU thread.
+        """
         torch = self.torch
         t0 = time.perf_counter()
-        xs = [mb.x for mb in mbs if mb.x is not None]
-        ys = [mb.y for mb in mbs if mb.y is not None]
-        width = xs[0].shape[1] if xs else 0
-        nx = sum(int(x.numel()) for x in xs)
-        ny = sum(int(y.numel()) for y in ys)
+        if inputs is None:
+            xs = [mb.x for mb in mbs if mb.x is not None]
+            ys = [mb.y for mb in mbs if mb.y is not None]
+            width = xs[0].shape[1] if xs else 0
+            rows_x = [int(x.shape[0]) for x in xs]
+            rows_y = [int(y.numel()) for y in ys]
+        else:
+            has_x, has_y = inputs.kind is not None, inputs.labels is not None
+            width = inputs.width(features)
+            rows_x = [int(mb.input_nodes.size) for mb in mbs] if has_x else []
+            rows_y = [int(mb.seeds.size) for mb in mbs] if has_y else []
+        nx, ny = sum(rows_x) * width, sum(rows_y)
         slot = self.ring.acquire({"x": nx, "y": ny})
         hx = self._buffer(slot, "x", torch.float32)[:nx]
         hy = self._buffer(slot, "y", torch.int64)[:ny]
-        if xs:
-            torch.cat([x.reshape(-1) for x in xs], out=hx)
-        if ys:
-            torch.cat([y.reshape(-1) for y in ys], out=hy)
-        ready = None
-        if self.cuda:
-            with torch.cuda.stream(self._stream):
-                dx = hx.to(self.device, non_blocking=True)
-                dy = hy.to(self.device, non_blocking=True)
-                ready = torch.cuda.Event()
-                ready.record(self._stream)
-            # The copy phase as measured: the producer waits for its own
-            # copies (the consumer does not), so the next slot is packed
-            # only when this one's bytes are on the device.
-            ready.synchronize()
+        fetch = 0.0
+        if inputs is None:
+            if xs:
+                torch.cat([x.reshape(-1) for x in xs], out=hx)
+            if ys:
+                torch.cat([y.reshape(-1) for y in ys], out=hy)
         else:
-            dx, dy = hx.clone(), hy.clone()
-        dx = dx.view(-1, width) if xs else None
-        splits_x = [int(x.shape[0]) for x in xs]
-        splits_y = [int(y.numel()) for y in ys]
-        px = iter(dx.split(splits_x)) if xs else None
-        py = iter(dy.split(splits_y)) if ys else None
-        out = [dataclasses.replace(mb, x=None if mb.x is None else next(px),
-                                   y=None if mb.y is None else next(py)) for mb in mbs]
-        tensors = tuple(t for t, m in ((dx, xs), (dy, ys)) if m)
-        return Staged(out, ready, slot, self, time.perf_counter() - t0, tensors)
+            t1 = time.perf_counter()
+            if nx:
+                inputs.gather_x_into([mb.input_nodes for mb in mbs], features,
+                                     hx.numpy().reshape(-1, width))
+            if ny:
+                inputs.gather_y_into([mb.seeds for mb in mbs], hy)
+            fetch = time.perf_counter() - t1
+        dx, dy, ready = self._copy(hx, hy)
+        dx = dx.view(sum(rows_x), width) if rows_x else None
+        px = iter(dx.split(rows_x)) if rows_x else None
+        py = iter(dy.split(rows_y)) if rows_y else None
+        if inputs is None:
+            out = [dataclasses.replace(mb, x=None if mb.x is None else next(px),
+                                       y=None if mb.y is None else next(py)) for mb in mbs]
+        else:
+            out = [dataclasses.replace(mb, x=next(px) if px else None,
+                                       y=next(py) if py else None) for mb in mbs]
+        tensors = tuple(t for t, m in ((dx, rows_x), (dy, rows_y)) if m)
+        return Staged(out, ready, slot, self, time.perf_counter() - t0 - fetch, tensors,
+                      fetch=fetch)
+
+    def _copy(self, hx, hy):
+        """The device copies of the packed buffers, and the event after them (or None)."""
+        torch = self.torch
+        if not self.cuda:
+            return hx.clone(), hy.clone(), None
+        with torch.cuda.stream(self._stream):
+            dx = hx.to(self.device, non_blocking=True)
+            dy = hy.to(self.device, non_blocking=True)
+            ready = torch.cuda.Event()
+            ready.record(self._stream)
+        # The copy phase as measured: the producer waits for its own
+        # copies (the consumer does not), so the next slot is packed
+        # only when this one's bytes are on the device.
+        ready.synchronize()
+        return dx, dy, ready
 
     def consume(self, staged, previous):
         """The consumer's half of ``Staged.take`` (see there)."""

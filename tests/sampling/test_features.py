@@ -4,6 +4,8 @@ The MPI behaviour (partitioned fetches across ranks, bytes moved) is tested
 under mpiexec in tests/mpi/test_dist_train.py.
 """
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -38,6 +40,33 @@ def test_partitioned_fetch_on_one_rank_moves_nothing(x):
         got = store.fetch(IDS)
     assert np.array_equal(got, x[IDS])
     assert sum(moved.values()) == 0
+
+
+@pytest.mark.parametrize("mode, cache", [("replicated", 0), ("partitioned", 0),
+                                         ("partitioned", 0.3)])
+def test_fetch_into_out_writes_the_rows_there(x, mode, cache):
+    store = FeatureStore(x, mode=mode, cache=cache, cache_graph=np.arange(37) % 7)
+    out = np.full((IDS.size, 5), np.nan, np.float32)
+    assert store.fetch(IDS, out=out) is out
+    assert np.array_equal(out, x[IDS])
+    # A gather far above the kernels' serial threshold (every thread).
+    big = np.random.default_rng(1).integers(0, 37, 20000)
+    assert np.array_equal(store.fetch(big, out=np.empty((big.size, 5), np.float32)), x[big])
+
+
+@pytest.mark.parametrize("out, got", [
+    (np.empty((10, 5), np.float64), "float64"),
+    (np.empty((9, 5), np.float32), "(9, 5)"),
+    (np.empty((5, 10), np.float32).T, "(10, 5)"),
+    ([[0.0] * 5] * 10, "[[0.0, 0.0"),
+])
+def test_fetch_out_of_the_wrong_kind_is_refused(x, out, got):
+    from spla.exceptions import DimensionMismatch
+    with pytest.raises(DimensionMismatch, match=r"^FeatureStore\.fetch: argument 'out' must be "
+                       r"a writable C-contiguous float32 array of shape \(10, 5\)"):
+        FeatureStore(x).fetch(IDS, out=out)
+    with pytest.raises(DimensionMismatch, match=re.escape(got)):
+        FeatureStore(x).fetch(IDS, out=out)
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 5])

@@ -140,6 +140,48 @@ def test_loader_staged_prefetch_identical_to_sync(prefetch):
     assert all(staged._staging[0].ring._free)
 
 
+def _features_of_kind(kind, X):
+    from sampling import FeatureStore
+    return {"numpy": X, "numpy-f64": X.astype(np.float64), "numpy-strided": np.asfortranarray(X),
+            "store": FeatureStore(X), "scipy": sp.csr_matrix(X), "torch": torch.from_numpy(X)}[kind]
+
+
+def _epochs_of(loader, epochs=2):
+    out = []
+    for _ in range(epochs):
+        out.append([(mb.seeds.tolist(), None if mb.x is None else mb.x.numpy().tobytes(),
+                     None if mb.y is None else mb.y.tolist()) for mb in loader])
+    return out
+
+
+@pytest.mark.parametrize("kind", ["numpy", "numpy-f64", "numpy-strided", "store", "scipy",
+                                  "torch"])
+@pytest.mark.parametrize("with_labels", [True, False])
+def test_staged_inputs_are_gathered_into_the_slot(kind, with_labels, monkeypatch):
+    """The staged path gathers every host kind of features (and the labels)
+    straight into the ring's buffers, never through the minibatch tensors
+    that the synchronous path builds, and yields the same minibatches."""
+    from sampling.loading.inputs import Inputs
+    A, X, y = _loader_inputs()
+    F = _features_of_kind(kind, X)
+    seeds = np.arange(0, 60, 3)
+    make = lambda **kw: NodeLoader(GraphSAGE(A, [3, 2]), seeds, 4, features=F,
+                                   labels=y if with_labels else None, bulk=3, seed=2, **kw)
+    want = _epochs_of(make())
+    staged = make(prefetch=2, staging=True)
+
+    def refused(self, *a, **kw):
+        raise AssertionError("the staged path gathered into minibatch tensors")
+    monkeypatch.setattr(Inputs, "gather_x", refused)
+    monkeypatch.setattr(Inputs, "gather_y", refused)
+    assert staged._staging is not None
+    assert _epochs_of(staged) == want
+    it = iter(staged)
+    assert len(list(it)) == len(want[0])
+    # The gather into the slot is the epoch's fetch time, not its copy time.
+    assert it.stats.fetch > 0 and it.stats.copy > 0
+
+
 def test_loader_auto_does_not_stage_on_cpu():
     A, X, y = _loader_inputs()
     ld = NodeLoader(GraphSAGE(A, [2]), np.arange(10), 4, features=X, labels=y, prefetch=1)

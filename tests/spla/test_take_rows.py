@@ -39,6 +39,23 @@ def test_take_rows_into_out_and_int_dtype():
     np.testing.assert_array_equal(out, cold[[2, 2]])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.uint16])
+def test_take_rows_large_gather_runs_on_threads_and_equals_numpy(dtype):
+    """Above ``kernels.parallel.SERIAL_WORK`` elements the gather is the
+    kernel's parallel twin; every row lands where numpy's take puts it."""
+    from kernels.cpu.gather import _take
+    from kernels.parallel import SERIAL_WORK
+    rs = np.random.RandomState(5)
+    cold = (rs.standard_normal((3000, 37)) * 50).astype(dtype)
+    ids = rs.randint(0, 3000, size=2 * SERIAL_WORK // 37 + 11)
+    assert _take.work(ids, cold.reshape(-1), 37, None) >= SERIAL_WORK
+    got = spla.take_rows(cold, ids, check=False)
+    np.testing.assert_array_equal(got, np.take(cold, ids, axis=0))
+    # Zero columns and zero rows.
+    assert spla.take_rows(cold[:, :0].copy(), ids).shape == (ids.size, 0)
+    assert spla.take_rows(cold, ids[:0]).shape == (0, 37)
+
+
 def errors():
     cold = np.zeros((4, 2), np.float32)
     hot = np.zeros((1, 2), np.float32)
