@@ -161,8 +161,7 @@ def _gather(device, cold, ids, hot, slot, out, hits, shape):
         if device == backend.CUDA:
             xp.take(cold, ids, axis=0, out=out)
         else:
-            backend.kernels_for(device).gather.take_rows(ids, cold.reshape(-1), f,
-                                                         out.reshape(-1))
+            backend.kernels_for(device).gather.take_rows(ids, cold, out)
         return out
     if hits is None:
         hits = xp.zeros(1, np.int64)

@@ -19,53 +19,56 @@ import numpy as np
 from kernels.parallel import parallel_kernel
 
 
-def _take_work(ids, cold, f, out):
-    return int(ids.size) * int(f)
+def _take_work(ids, cold, out):
+    return int(ids.size) * int(cold.shape[1])
 
 
 @parallel_kernel(_take_work, inputs=("ids", "cold"))
-def _take(ids, cold, f, out):
+def _take(ids, cold, out):
+    # Two-dimensional C-contiguous operands: LLVM vectorises the row copy
+    # (flat arrays with a run-time width ran 2.5x slower than numpy's take).
+    f = cold.shape[1]
     for r in numba.prange(ids.size):
-        src = ids[r] * f
-        dst = r * f
+        v = ids[r]
         for c in range(f):
-            out[dst + c] = cold[src + c]
+            out[r, c] = cold[v, c]
 
 
-def take_rows(ids, cold, f, out):
-    """``out`` (flattened, ``ids.size * f``) with the rows ``cold[ids]`` of the
-    flattened ``f``-wide ``cold``; ids are trusted to be in range.
+def take_rows(ids, cold, out):
+    """``out[r] = cold[ids[r]]`` for C-contiguous 2-D ``cold`` and ``out``;
+    ids are trusted to be in range.
 
     Examples
     --------
     >>> import numpy as np
     >>> from kernels.cpu.gather import take_rows
-    >>> cold = np.arange(6.0)                       # 3 rows of 2
-    >>> take_rows(np.array([2, 0]), cold, 2, np.empty(4)).tolist()
-    [4.0, 5.0, 0.0, 1.0]
+    >>> cold = np.arange(6.0).reshape(3, 2)
+    >>> take_rows(np.array([2, 0]), cold, np.empty((2, 2))).tolist()
+    [[4.0, 5.0], [0.0, 1.0]]
     """
-    if ids.size and f:
-        _take(ids, cold, np.int64(f), out)
+    if ids.size and cold.shape[1]:
+        _take(ids, cold, out)
     return out
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _gather(ids, slot, hot, cold, f, out):
+    # Viewed as rows (two-dimensional, C order): the row copies vectorise.
+    hot2 = hot.reshape((hot.size // f, f))
+    cold2 = cold.reshape((cold.size // f, f))
+    out2 = out.reshape((out.size // f, f))
     n = ids.size
     hit = 0
     for r in numba.prange(n):
         v = ids[r]
         s = slot[v]
-        dst = r * f
         if s >= 0:
-            src = s * f
             for c in range(f):
-                out[dst + c] = hot[src + c]
+                out2[r, c] = hot2[s, c]
             hit += 1
         else:
-            src = v * f
             for c in range(f):
-                out[dst + c] = cold[src + c]
+                out2[r, c] = cold2[v, c]
     return hit
 
 
@@ -87,6 +90,8 @@ def gather_rows(ids, slot, hot, cold, f, out, hits):
     hits : int64 array (1,)
         ``hits[0]`` is increased by the number of rows found in ``hot``.
     """
-    if ids.size:
+    if ids.size and f:
         hits[0] += _gather(ids, slot, hot, cold, np.int64(f), out)
+    elif ids.size:
+        hits[0] += int((slot[ids] >= 0).sum())  # rows of no columns: only the count
     return out

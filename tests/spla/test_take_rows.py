@@ -48,7 +48,7 @@ def test_take_rows_large_gather_runs_on_threads_and_equals_numpy(dtype):
     rs = np.random.RandomState(5)
     cold = (rs.standard_normal((3000, 37)) * 50).astype(dtype)
     ids = rs.randint(0, 3000, size=2 * SERIAL_WORK // 37 + 11)
-    assert _take.work(ids, cold.reshape(-1), 37, None) >= SERIAL_WORK
+    assert _take.work(ids, cold, None) >= SERIAL_WORK
     got = spla.take_rows(cold, ids, check=False)
     np.testing.assert_array_equal(got, np.take(cold, ids, axis=0))
     # Zero columns and zero rows.
