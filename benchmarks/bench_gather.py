@@ -38,7 +38,7 @@ def main(argv=None):
     import torch
 
     import spla
-    from machine import results_header, write_results
+    from machine import emit_results, results_header
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=2 ** 18)
     p.add_argument("--width", type=int, default=64)
@@ -73,12 +73,7 @@ def main(argv=None):
     md += ["", f"{a.nodes:,} x {a.width} float32 features, random row ids; ms per gather (best of 7)",
            "", "| rows | numpy take | torch X[idx] | torch index_select | spla.take_rows | "
            "numpy / ours | index_select / ours |", "|---:|---:|---:|---:|---:|---:|---:|"]
-    md += rows
-    text = "\n".join(md) + "\n"
-    if a.out:
-        write_results(a.out, text)
-    else:
-        print(text)
+    emit_results(md + rows, a.out)
 
 
 if __name__ == "__main__":

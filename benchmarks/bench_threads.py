@@ -92,7 +92,7 @@ def run_layer(layer, pubmed, scale):
 
 
 def main(argv=None):
-    from machine import results_header, write_results
+    from machine import emit_results, results_header
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--layers", default="omp,tbb",
                    help="numba threading layers, comma separated (default omp,tbb)")
@@ -123,12 +123,7 @@ def main(argv=None):
     md += ["", "| round | layer | region us, back to back | after 1 ms | after 10 ms | "
            "PubMed 8 seeds, ms/mb (one per call) | PubMed 1,024 seeds | "
            f"R-MAT scale {a.scale}, bulk 16, ms/mb |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    md += rows
-    text = "\n".join(md) + "\n"
-    if a.out:
-        write_results(a.out, text)
-    else:
-        print(text)
+    emit_results(md + rows, a.out)
 
 
 if __name__ == "__main__":

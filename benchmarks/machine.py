@@ -89,6 +89,16 @@ def write_results(path, md):
         f.write(md + keep)
 
 
+def emit_results(lines, out=None):
+    """Join a results file's lines; write them to ``out`` (keeping its
+    ``## Conclusion``) or print them when ``out`` is None."""
+    text = "\n".join(lines) + "\n"
+    if out:
+        write_results(out, text)
+    else:
+        print(text)
+
+
 def run_or_report(parser, argv, run, report, json_default):
     """Finish an MPI benchmark's command line and run it or render a past run.
 
