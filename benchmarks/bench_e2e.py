@@ -512,9 +512,13 @@ def render(args, info, vers, results, pyg_note, wall, load0, load1, command):
              "minibatches (same seed, same draws), so their test accuracies agree")
     if pyg_note:
         L.append(f"\nPyG rows skipped: {pyg_note}")
-    L.append("\npyg-lib, NeighborLoader's default sampler, is not installable on these "
-             "machines; `../shared/wheels/README.md` measured its `neighbor_sample` at about "
-             "1/6 of torch-sparse's time per minibatch on the R-MAT scale-20 workload.\n")
+    if vers.get("NeighborLoader sampler") == "pyg-lib":
+        L.append("\nPyG's NeighborLoader samples with pyg-lib, its default (built from its "
+                 "public sources as `../shared/peers/README.md` says, on `PYTHONPATH`).\n")
+    else:
+        L.append("\nPyG's NeighborLoader samples with torch-sparse here: pyg-lib, its default, "
+                 "is not on PyPI (build it as `../shared/peers/README.md` says and put its "
+                 "`pyg_lib` package on `PYTHONPATH` to compare against it).\n")
     for name, res in results.items():
         ds, cfg = res["ds"], res["cfg"]
         L.append(f"## {name}\n")
