@@ -4,7 +4,7 @@ The hybrid pipeline samples and gathers features on the CPU in the
 prefetch thread; the minibatches must then reach the GPU without the
 training loop ever blocking on a copy.  ``Staging`` does the copy half:
 
-* the producer (the prefetch thread) packs a bulk's ``x`` rows and ``y``
+* the producer (the prefetch thread) gathers a bulk's ``x`` rows and ``y``
   labels into one slot of a ring of page-locked ("pinned") host buffers,
   issues non-blocking host-to-device copies on a side CUDA stream and
   records a *ready* event after them;
@@ -169,7 +169,7 @@ class Staged:
         self.ready = ready
         self.slot = slot
         self.staging = staging
-        #: seconds the producer spent packing and copying this bulk
+        #: seconds the producer spent copying this bulk (and waiting for its slot)
         self.seconds = seconds
         #: seconds it spent gathering the inputs into the slot (``stage(mbs, inputs)``)
         self.fetch = fetch
@@ -189,13 +189,14 @@ class Staged:
 class Staging:
     """Copies bulks of minibatch inputs to ``device`` through a ring of pinned buffers.
 
-    ``stage(mbs)`` (producer thread) packs every ``mb.x`` (float32 rows)
-    and ``mb.y`` (int64 labels) of a bulk into one slot's pinned buffers,
-    copies them to the device on a side stream and returns a ``Staged``
-    whose minibatches hold device views; ``Staged.take`` (consumer thread)
-    orders the consumer's stream after the copies.  On a CPU ``device``
-    (tests, and a loader asked to stage without a GPU) the same packing and
-    ring run with ordinary host buffers and no streams.
+    ``stage(mbs, inputs, features)`` (producer thread) gathers the feature
+    rows (float32) of every minibatch's input vertices and the labels
+    (int64) of its seeds into one slot's pinned buffers, copies them to the
+    device on a side stream and returns a ``Staged`` whose minibatches hold
+    device views; ``Staged.take`` (consumer thread) orders the consumer's
+    stream after the copies.  On a CPU ``device`` (tests, and a loader
+    asked to stage without a GPU) the same gathers and ring run with
+    ordinary host buffers and no streams.
 
     Parameters
     ----------
@@ -209,13 +210,17 @@ class Staging:
 
     Examples
     --------
-    >>> import torch
-    >>> from sampling import MiniBatch
+    >>> import numpy as np, torch, spla
+    >>> from sampling import GraphSAGE
+    >>> from sampling.loading.inputs import Inputs
+    >>> A = spla.Matrix.from_dense(np.ones((3, 3)) - np.eye(3))
+    >>> X = np.arange(6, dtype=np.float32).reshape(3, 2)
+    >>> inputs = Inputs("f", 3, X, np.array([7, 8, 9]), "cpu")
+    >>> mb, = GraphSAGE(A, [1]).sample([np.array([2])], seed=0)
     >>> st = Staging(torch, torch.device("cpu"), slots=2)
-    >>> mb = MiniBatch(blocks=[], x=torch.ones(1, 2), y=torch.tensor([3]))
-    >>> out = st.stage([mb]).take(None)
-    >>> out[0].x.tolist(), out[0].y.tolist()
-    ([[1.0, 1.0]], [3])
+    >>> out, = st.stage([mb], inputs, X).take(None)
+    >>> torch.equal(out.x, torch.from_numpy(X[mb.input_nodes])), out.y.tolist()
+    (True, [9])
     """
 
     def __init__(self, torch, device, slots):
@@ -236,57 +241,35 @@ class Staging:
                                                   pin_memory=self.cuda)
         return slot.buffers[name]
 
-    def stage(self, mbs, inputs=None, features=None):
-        """Pack and copy the inputs of the minibatches ``mbs``; a ``Staged`` bulk.
+    def stage(self, mbs, inputs, features):
+        """Gather and copy the inputs of the minibatches ``mbs``; a ``Staged`` bulk.
 
-        Without ``inputs`` the minibatches carry their ``x`` and ``y`` (host
-        tensors), which are packed into the slot.  With ``inputs`` (the
-        loader's host ``Inputs``) and ``features``, the rows of each
-        minibatch's input vertices and the labels of its seeds are gathered
-        straight into the slot's pinned buffers: one host copy of the bulk
-        fewer, and the gather runs on every CPU thread.
+        ``inputs`` is the loader's host ``Inputs`` and ``features`` what it
+        gathers from: the rows of each minibatch's input vertices and the
+        labels of its seeds are gathered straight into one slot's pinned
+        buffers (no host copy of the bulk besides them), then copied.
         """
         torch = self.torch
         t0 = time.perf_counter()
-        if inputs is None:
-            xs = [mb.x for mb in mbs if mb.x is not None]
-            ys = [mb.y for mb in mbs if mb.y is not None]
-            width = xs[0].shape[1] if xs else 0
-            rows_x = [int(x.shape[0]) for x in xs]
-            rows_y = [int(y.numel()) for y in ys]
-        else:
-            has_x, has_y = inputs.kind is not None, inputs.labels is not None
-            width = inputs.width(features)
-            rows_x = [int(mb.input_nodes.size) for mb in mbs] if has_x else []
-            rows_y = [int(mb.seeds.size) for mb in mbs] if has_y else []
+        width = inputs.width(features)
+        rows_x = [int(mb.input_nodes.size) for mb in mbs] if inputs.kind is not None else []
+        rows_y = [int(mb.seeds.size) for mb in mbs] if inputs.labels is not None else []
         nx, ny = sum(rows_x) * width, sum(rows_y)
         slot = self.ring.acquire({"x": nx, "y": ny})
         hx = self._buffer(slot, "x", torch.float32)[:nx]
         hy = self._buffer(slot, "y", torch.int64)[:ny]
-        fetch = 0.0
-        if inputs is None:
-            if xs:
-                torch.cat([x.reshape(-1) for x in xs], out=hx)
-            if ys:
-                torch.cat([y.reshape(-1) for y in ys], out=hy)
-        else:
-            t1 = time.perf_counter()
-            if nx:
-                inputs.gather_x_into([mb.input_nodes for mb in mbs], features,
-                                     hx.numpy().reshape(-1, width))
-            if ny:
-                inputs.gather_y_into([mb.seeds for mb in mbs], hy)
-            fetch = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        if nx:
+            inputs.gather_x_into([mb.input_nodes for mb in mbs], features,
+                                 hx.numpy().reshape(-1, width))
+        if ny:
+            inputs.gather_y_into([mb.seeds for mb in mbs], hy)
+        fetch = time.perf_counter() - t1
         dx, dy, ready = self._copy(hx, hy)
-        dx = dx.view(sum(rows_x), width) if rows_x else None
-        px = iter(dx.split(rows_x)) if rows_x else None
+        px = iter(dx.view(sum(rows_x), width).split(rows_x)) if rows_x else None
         py = iter(dy.split(rows_y)) if rows_y else None
-        if inputs is None:
-            out = [dataclasses.replace(mb, x=None if mb.x is None else next(px),
-                                       y=None if mb.y is None else next(py)) for mb in mbs]
-        else:
-            out = [dataclasses.replace(mb, x=next(px) if px else None,
-                                       y=next(py) if py else None) for mb in mbs]
+        out = [dataclasses.replace(mb, x=next(px) if px else None, y=next(py) if py else None)
+               for mb in mbs]
         tensors = tuple(t for t, m in ((dx, rows_x), (dy, rows_y)) if m)
         return Staged(out, ready, slot, self, time.perf_counter() - t0 - fetch, tensors,
                       fetch=fetch)

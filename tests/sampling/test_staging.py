@@ -81,19 +81,22 @@ def test_ring_bad_slots():
 
 
 def test_staging_round_trip_and_slot_reuse():
-    """Packed bulks come back identical; a slot is released only by the next take."""
-    from sampling import MiniBatch
+    """Staged bulks come back identical; a slot is released only by the next take."""
+    from sampling.loading.inputs import Inputs
+    A, X, y = _loader_inputs()
+    inputs = Inputs("f", 60, X, y, "cpu")
+    sampler = GraphSAGE(A, [3, 2])
     st_ = Staging(torch, torch.device("cpu"), slots=2)
     rng = np.random.default_rng(0)
     prev = None
     for b in range(5):
-        mbs = [MiniBatch(blocks=[], x=torch.from_numpy(rng.random((k, 3), np.float32)),
-                         y=torch.from_numpy(rng.integers(0, 9, k)))
-               for k in (b + 1, 2 * b + 1)]
-        staged = st_.stage(mbs)
+        mbs = sampler.sample([rng.choice(60, k, replace=False) for k in (b + 1, 2 * b + 1)],
+                             seed=b)
+        staged = st_.stage(mbs, inputs, X)
         out = staged.take(prev)
         for a, o in zip(mbs, out):
-            assert torch.equal(a.x, o.x) and torch.equal(a.y, o.y)
+            assert torch.equal(torch.from_numpy(X[a.input_nodes]), o.x)
+            assert torch.equal(torch.from_numpy(y[a.seeds]), o.y)
         prev = staged
     st_.end_epoch(prev)
     assert all(st_.ring._free)
