@@ -2,6 +2,7 @@
 """Feature-row gathers on the CPU: spla.take_rows against numpy's and torch's.
 
     python benchmarks/bench_gather.py [--nodes 262144] [--width 64] [--rows 10000,80000,500000]
+                                      [--pubmed ../shared/data/pubmed.npz]
                                       [--out benchmarks/results/gather_cpu.md]
 
 A loader gathers, per bulk, the feature rows of every minibatch's input
@@ -9,7 +10,10 @@ vertices: random rows of a float32 matrix.  Timed on the same ids (best of 7
 after a warm-up, into a preallocated output where the call takes one):
 numpy ``take(axis=0, out=)``, torch advanced indexing ``X[idx]`` (what the
 loader ran for torch features), ``torch.index_select(out=)`` and
-``spla.take_rows(out=)``, on numba's default threads and torch's.
+``spla.take_rows(out=)``, on numba's default threads and torch's.  With
+``--pubmed``, also PubMed's own features at the input vertices of a bulk of
+9 GraphSAGE [10, 10] minibatches of 1,024 seeds (the real graph's ids, not
+random ones).
 """
 
 import argparse
@@ -33,6 +37,20 @@ def best_ms(fn, repeats=7):
     return best * 1e3
 
 
+def pubmed_case(path):
+    """(label, PubMed's features, the input vertices of a bulk of 9 GraphSAGE minibatches)."""
+    from graphs import pubmed_graph
+    from sampling import GraphSAGE
+    with np.load(path, allow_pickle=False) as z:
+        X = np.ascontiguousarray(z["x"], np.float32)
+    A = pubmed_graph(path)
+    rng = np.random.default_rng(0)
+    mbs = GraphSAGE(A, [10, 10]).sample(
+        [rng.choice(A.nrows, 1024, replace=False) for _ in range(9)], seed=0)
+    ids = np.concatenate([mb.input_nodes for mb in mbs]).astype(np.int64)
+    return f"PubMed, {ids.size:,} input vertices", X, ids
+
+
 def main(argv=None):
     import numba
     import torch
@@ -43,16 +61,21 @@ def main(argv=None):
     p.add_argument("--nodes", type=int, default=2 ** 18)
     p.add_argument("--width", type=int, default=64)
     p.add_argument("--rows", default="10000,80000,500000")
+    p.add_argument("--pubmed", default=None, help="PubMed's .npz (adds its real-structure row)")
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     load0, t0 = os.getloadavg(), time.perf_counter()
     X = np.random.default_rng(0).standard_normal((a.nodes, a.width)).astype(np.float32)
-    T = torch.from_numpy(X)
+    cases = [(f"{k:,}", X, np.random.default_rng(1).integers(0, a.nodes, k))
+             for k in (int(r) for r in a.rows.split(","))]
+    if a.pubmed:
+        cases.append(pubmed_case(a.pubmed))
     rows = []
-    for k in (int(r) for r in a.rows.split(",")):
-        ids = np.random.default_rng(1).integers(0, a.nodes, k)
+    for label, X, ids in cases:
+        T = torch.from_numpy(X)
+        k = ids.size
         idx = torch.from_numpy(ids)
-        out = np.empty((k, a.width), np.float32)
+        out = np.empty((k, X.shape[1]), np.float32)
         tout = torch.from_numpy(out)
         t = {"numpy take": best_ms(lambda: np.take(X, ids, axis=0, out=out)),
              "torch X[idx]": best_ms(lambda: T[idx]),
@@ -60,7 +83,7 @@ def main(argv=None):
              "spla.take_rows": best_ms(lambda: spla.take_rows(X, ids, out=out, check=False))}
         assert np.array_equal(out, X[ids])
         ours = t["spla.take_rows"]
-        rows.append(f"| {k:,} | {t['numpy take']:.2f} | {t['torch X[idx]']:.2f} | "
+        rows.append(f"| {label} | {t['numpy take']:.2f} | {t['torch X[idx]']:.2f} | "
                     f"{t['torch index_select']:.2f} | {ours:.2f} | {t['numpy take'] / ours:.1f}x | "
                     f"{t['torch index_select'] / ours:.1f}x |")
         print(rows[-1], flush=True)
@@ -70,7 +93,8 @@ def main(argv=None):
                                 "numba": f"{numba.__version__} ({numba.threading_layer()} layer, "
                                          f"{numba.get_num_threads()} threads)",
                                 "torch": f"{torch.__version__} ({torch.get_num_threads()} threads)"})
-    md += ["", f"{a.nodes:,} x {a.width} float32 features, random row ids; ms per gather (best of 7)",
+    md += ["", f"{a.nodes:,} x {a.width} float32 features, random row ids (PubMed: its own "
+           "features, the sampled ids); ms per gather (best of 7)",
            "", "| rows | numpy take | torch X[idx] | torch index_select | spla.take_rows | "
            "numpy / ours | index_select / ours |", "|---:|---:|---:|---:|---:|---:|---:|"]
     emit_results(md + rows, a.out)
