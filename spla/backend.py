@@ -32,6 +32,10 @@ def device_of(arr):
     >>> device_of(np.zeros(3))
     'cpu'
     """
+    # Every operator asks several times per call: a plain numpy array, the
+    # common case, is answered without looking cupy up.
+    if type(arr) is np.ndarray:
+        return CPU
     cp = sys.modules.get("cupy")
     if cp is not None and isinstance(arr, cp.ndarray):
         return CUDA
@@ -103,9 +107,21 @@ def kernels_for(device):
     ('kernels.cpu', 'kernels.cpu.spmm')
     """
     if device == CPU:
-        return importlib.import_module("kernels.cpu")
+        return _KERNELS.get(CPU) or _load_kernels(CPU, "kernels.cpu")
     require_cupy("spla")
-    return importlib.import_module("kernels.cuda")
+    return _KERNELS.get(CUDA) or _load_kernels(CUDA, "kernels.cuda")
+
+
+#: The kernel packages once imported (two module objects): every operator
+#: asks for one, and an import-system lookup per call cost more than some
+#: of the kernels it dispatched to.
+_KERNELS = {}
+
+
+def _load_kernels(device, name):
+    module = importlib.import_module(name)
+    _KERNELS[device] = module
+    return module
 
 
 def to_host(arr):

@@ -22,7 +22,10 @@ from spla.matrix import HOST_INDPTR, Matrix
 
 def _kernels(device, name="layer_ops"):
     """``kernels.<cpu|cuda>.<name>`` for ``device`` (through spla's dispatch)."""
-    return importlib.import_module(backend.kernels_for(device).__name__ + "." + name)
+    package = backend.kernels_for(device)
+    # Once imported, a submodule is an attribute of its package: no
+    # import-system lookup per call.
+    return getattr(package, name, None) or importlib.import_module(package.__name__ + "." + name)
 
 
 def normalize_scaled_rows(A, d):
@@ -135,15 +138,16 @@ def reduce_row_groups(A, rows, row_ptr, *, check=True):
             else xp.asarray(rows).astype(np.int64, copy=False))
     ptr = _group_ptr(func, "row_ptr", row_ptr, rows.size)
     G = ptr.size - 1
-    group = np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr)) * max(A.nrows, 1)
+    general = A.values is None or A.dtype.kind != "f"
+    if general or (check and rows.size):
+        group = np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr))
     if check and rows.size:
-        key = xp.sort(xp.asarray(group) + rows)
+        key = xp.sort(xp.asarray(group * max(A.nrows, 1)) + rows)
         if bool((key[1:] == key[:-1]).any()):
             fail(InvalidValue, func, "rows", "rows distinct within each group",
                  "a row repeated in its group")
-    if A.values is None or A.dtype.kind != "f":
-        Q = Matrix.from_coo(group // max(A.nrows, 1), backend.to_host(rows), None,
-                            (G, A.nrows))
+    if general:
+        Q = Matrix.from_coo(group, backend.to_host(rows), None, (G, A.nrows))
         return (Q.to(A.device) @ A).new()
     K = _kernels(A.device, "layer_sums")
     out_ptr, idx, vals = K.group_row_sums(A.indptr, A.indices, A.values, rows, ptr, A.ncols)

@@ -252,10 +252,12 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, c
     KernelLimitError
         A group that may hold ``GROUP_LIMIT`` columns or more.
     """
-    _check_group_sizes("compact_groups", "row_ptr", first_ptr, np.diff(ptr[row_ptr]))
     G = row_ptr.size - 1
     bound = (int(first_ptr[G]) - int(first_ptr[0])) + (int(ptr[row_ptr[G]])
                                                         - int(ptr[row_ptr[0]]))
+    if bound >= GROUP_LIMIT:
+        # No group holds more than all of them: only then look per group.
+        _check_group_sizes("compact_groups", "row_ptr", first_ptr, np.diff(ptr[row_ptr]))
     return _compact(ptr, idx, row_ptr, first, first_ptr, np.int64(ncols),
                     numba.get_num_threads(), bool(with_perm),
                     np.empty(0, index_dtype(bound)), np.int64(TAG_LIMIT))
@@ -529,7 +531,8 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
     KernelLimitError
         A group of ``GROUP_LIMIT`` columns or more.
     """
-    _check_group_sizes("extract_groups", "col_ptr", col_ptr, None)
+    if int(col_ptr[-1]) - int(col_ptr[0]) >= GROUP_LIMIT:
+        _check_group_sizes("extract_groups", "col_ptr", col_ptr, None)
     cnt, out_idx, src, first_dup, repeats = _extract(ptr, idx, rows, row_ptr, cols, col_ptr,
                                                      np.int64(ncols), numba.get_num_threads())
     if repeats:

@@ -29,10 +29,13 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     """
     row_ptr = np.asarray(row_ptr, np.int64)
     G = row_ptr.size - 1
-    group = np.repeat(np.arange(G, dtype=np.int64), np.diff(row_ptr))
     n_rows = np.int64(a_ptr.size - 1)
     # Q's columns ascending within each row (a canonical CSR).
-    q_idx = (np.sort(group * n_rows + np.asarray(rows, np.int64)) - group * n_rows)
+    if G == 1:
+        q_idx = np.sort(np.asarray(rows, np.int64))
+    else:
+        group = np.repeat(np.arange(G, dtype=np.int64), np.diff(row_ptr))
+        q_idx = (np.sort(group * n_rows + np.asarray(rows, np.int64)) - group * n_rows)
     q_idx = q_idx.astype(index_dtype(max(int(n_rows), 1)), copy=False)
     one = np.ones(1, a_val.dtype)
     return spgemm(row_ptr, q_idx, np.empty(0, a_val.dtype), False, a_ptr, a_idx, a_val, True,
