@@ -32,13 +32,8 @@ import pytest
 
 from kernels import semiring_ops as ops
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+from sim_marks import IN_SIM, sim
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-sim = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "test_cuda_kernels_under_simulator")
 
 
 # --------------------------------------------------------------------------

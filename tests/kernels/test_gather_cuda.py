@@ -5,19 +5,12 @@
 skip.  Inputs stay tiny: the simulator runs each GPU thread as a Python thread.
 """
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-
-sim = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+from sim_marks import sim
 
 
 def case(seed, n, f, k, hot_share):

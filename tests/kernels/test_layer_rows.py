@@ -8,8 +8,6 @@ Run in the simulator child of ``tests/kernels/test_cuda_kernels.py`` (this
 file is in its ``SIM_FILES``); skipped elsewhere.
 """
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,9 +15,9 @@ from hypothesis import strategies as st
 
 from test_layer_groups import _cuts, _same
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-pytestmark = pytest.mark.skipif(
-    not IN_SIM, reason="runs in the CUDA-simulator child of tests/kernels/test_cuda_kernels.py")
+from sim_marks import sim
+
+pytestmark = sim
 
 SETTINGS = settings(max_examples=8, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

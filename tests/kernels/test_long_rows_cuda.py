@@ -2,13 +2,10 @@
 their CPU twins (``kernels.its_search.row_stats`` / ``blocked_prefix``),
 under the CUDA simulator (``test_sim_*``) and on a real GPU (``gpu``)."""
 
-import os
-
 import numpy as np
 import pytest
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-sim = pytest.mark.skipif(not IN_SIM, reason="runs in the CUDA simulator child")
+from sim_marks import IN_SIM, sim
 
 
 def _rows(lengths, rng, zeros=False, equal_row=None):

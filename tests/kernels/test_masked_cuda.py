@@ -7,19 +7,12 @@ Inputs stay tiny: the simulator runs each GPU thread as a Python thread.
 The CUDA kernels must return exactly what the CPU kernels return.
 """
 
-import os
-
 import numpy as np
 import pytest
 
 from kernels import semiring_ops as ops
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-
-sim = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+from sim_marks import sim
 
 
 def csr(rs, m, n, p):

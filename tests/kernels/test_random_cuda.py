@@ -11,12 +11,7 @@ import os
 import numpy as np
 import pytest
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-
-sim = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+from sim_marks import sim
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,6 @@ products, so tiny inputs exercise the hash path, the dense path and ESC.
 ``gpu`` tests need cupy and a device.
 """
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,12 +15,7 @@ from hypothesis import strategies as st
 
 from kernels import semiring_ops as ops
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-
-sim = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+from sim_marks import sim
 
 
 def csr(D):

@@ -18,18 +18,13 @@ test runs ``spla.spmm``, ``spla.dropout``, ``spla.entry_positions`` and
 (``tests/fake_cupy.py``), so spla's dispatch reaches these kernels.
 """
 
-import os
 import sys
 
 import numpy as np
 import pytest
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+from sim_marks import sim
 
-sim = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
 
 #: (index dtype, value dtype) families, as in test_cuda_kernels.py.
 FAMILIES = ((np.int64, np.float64), (np.int32, np.float32))

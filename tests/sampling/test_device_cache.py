@@ -5,7 +5,6 @@ gather under the CUDA simulator with cupy stood in for, and on a real GPU.
 ``tests/kernels/test_cuda_kernels.py`` (``SPLA_IN_CUDASIM=1``); elsewhere they skip.
 """
 
-import os
 import threading
 
 import numpy as np
@@ -18,12 +17,7 @@ from sampling.loading.device_cache import (cache_order, rank_scores, resolve_cac
                                            slot_map)
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-
-sim = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+from sim_marks import IN_SIM, sim
 
 
 # --------------------------------------------------------------------------

@@ -14,17 +14,12 @@ file is in its ``SIM_FILES``) and skip elsewhere.  Inputs are tiny: the
 simulator runs each GPU thread as a Python thread.
 """
 
-import os
-
 import numpy as np
 import pytest
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+from sim_marks import sim
 
-pytestmark = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+pytestmark = sim
 
 #: The fused path's budget (issue: at most 6 launches per hop, 2 reads per bulk;
 #: the hops check the seeds as they go, so one read is the sizes').

@@ -9,19 +9,14 @@ compared with the CPU's.  Run in the simulator child of
 ``tests/kernels/test_cuda_kernels.py`` (``SIM_FILES``), skipped elsewhere.
 """
 
-import os
-
 import numpy as np
 import pytest
 
 from test_gpu_path import READS_PER_BULK, _graph, _host, _seeds, assert_same_minibatches
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
+from sim_marks import sim
 
-pytestmark = pytest.mark.skipif(
-    not IN_SIM,
-    reason="runs only in the CUDA-simulator child process started by "
-           "tests/kernels/test_cuda_kernels.py::test_cuda_kernels_under_simulator")
+pytestmark = sim
 
 
 @pytest.fixture(scope="module")

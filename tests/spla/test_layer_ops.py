@@ -4,8 +4,6 @@ GPU twin under the CUDA simulator (``test_sim_*``: run in the simulator
 child of ``tests/kernels/test_cuda_kernels.py``, where this file is in
 ``SIM_FILES``)."""
 
-import os
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -15,8 +13,7 @@ from hypothesis import strategies as st
 import spla
 from spla.layer_ops import normalize_scaled_rows
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-sim = pytest.mark.skipif(not IN_SIM, reason="runs in the CUDA simulator child")
+from sim_marks import sim
 
 
 def _case(m, n, density, seed, dtype, d_dtype, structural=False):

@@ -4,19 +4,15 @@ its errors; its GPU twin (``kernels/cuda/layer_sums.py``) under the CUDA
 simulator (``test_sim_*``: run in the simulator child of
 ``tests/kernels/test_cuda_kernels.py``, where this file is in ``SIM_FILES``)."""
 
-import os
-
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spla
 from spla.layer_ops import reduce_row_groups
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-sim = pytest.mark.skipif(not IN_SIM, reason="runs in the CUDA simulator child")
+from sim_marks import sim
 
 
 def _case(seed, n, m, groups, dtype=np.float32):

@@ -4,8 +4,6 @@ on a GPU), and host ``row_ids`` cost no read.  The ``test_sim_*`` tests run
 in the simulator child of ``tests/kernels/test_cuda_kernels.py`` (this file
 is in its ``SIM_FILES``)."""
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,8 +12,7 @@ from hypothesis import strategies as st
 import spla
 from spla import sample_rows
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-sim = pytest.mark.skipif(not IN_SIM, reason="runs in the CUDA simulator child")
+from sim_marks import sim
 
 
 def _weights(rng, m, n):

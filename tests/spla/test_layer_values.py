@@ -3,8 +3,6 @@ scipy and dense numpy, its errors, and its GPU twin under the CUDA simulator
 (``test_sim_*``: run in the simulator child of
 ``tests/kernels/test_cuda_kernels.py``, where this file is in ``SIM_FILES``)."""
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,8 +13,8 @@ import spla.generators
 from spla.extract import extract_values
 from strategies import twins
 
-IN_SIM = os.environ.get("SPLA_IN_CUDASIM") == "1"
-sim = pytest.mark.skipif(not IN_SIM, reason="runs in the CUDA simulator child")
+from sim_marks import sim
+
 
 #: Few (index, value) dtype plans: each is a compiled signature of the kernel.
 PLANS = ((np.dtype(np.int32), np.dtype(np.float32)), (np.dtype(np.int64), np.dtype(np.float64)),
