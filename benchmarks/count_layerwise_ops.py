@@ -63,15 +63,20 @@ def main():
         import spla
         from sampling import FastGCN, LADIES
         from test_gpu_path import _graph, _seeds
-        for name in ("sample_rows", "compact_columns_blockwise", "extract_blockwise",
-                     "reduce_rowwise", "extract_values", "normalize_scaled_rows",
-                     "reduce_row_groups", "normalize_rows"):
-            if hasattr(L, name):
-                wrap(L, name)
+        for name in ("sample_rows", "reduce_row_groups"):
+            wrap(L, name)
+        # importance_layer on a GPU is the composition of these operators
+        # (spla.layer_ops imports them when called, so the modules' names).
+        layer_ops = importlib.import_module("spla.layer_ops")
+        for module, name in (("spla.structure", "compact_columns_blockwise"),
+                             ("spla.extract", "extract_blockwise"),
+                             ("spla.extract", "extract_values"),
+                             ("spla.elementwise", "reduce_rowwise")):
+            wrap(importlib.import_module(module), name)
+        wrap(layer_ops, "normalize_scaled_rows")
+        wrap(layer_ops, "_composed_layer", "importance_layer's p_j and scales")
         wrap(spla, "scale_columns")
         wrap(importlib.import_module("spla.mxm").MxmExpr, "new", "MxmExpr.new")
-        wrap(L._LayerWise, "_kept_probabilities", "LADIES p_j (the rest)")
-        wrap(L.FastGCN, "_kept_probabilities", "FastGCN p_j")
         wrap(L._LayerWise, "_sample_stacked", "the sampler's own array calls")
         wrap(base, "assemble", "assemble (split_blocks)")
         wrap(base, "stack_batches")

@@ -39,7 +39,7 @@ from spla import partition  # noqa: F401 - spla.partition.block / metis
 from spla.partition import Partition
 from spla.hops import sample_hops
 from spla.pending import Pending
-from spla.layer_ops import normalize_scaled_rows, reduce_row_groups
+from spla.layer_ops import importance_layer, normalize_scaled_rows, reduce_row_groups
 from spla.sample import sample_rows
 from spla.rows import take_rows
 from spla.spmm import dropout, spmm
@@ -63,4 +63,5 @@ __all__ = [
     "Vector", "Mask", "BinaryOp", "Monoid", "Semiring", "binary", "monoid",
     "mxv", "vxm", "assign", "reduce_scalar", "kronecker", "ewise_union",
     "diag", "scale_columns", "extract_values", "normalize_scaled_rows", "reduce_row_groups",
+    "importance_layer",
 ]

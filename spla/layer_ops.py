@@ -1,5 +1,11 @@
 """Fused operators of the layer-wise samplers' compositions.
 
+``importance_layer(A, S, dst, dst_ptr, s, ...)`` assembles one layer of a
+layer-wise sampler from its draws: each minibatch's columns, the sampled
+adjacency with each column weighted by ``1 / (s p)``, rows normalised (on
+the CPU in one kernel, on a GPU as the composition of the operators it
+stands for).
+
 ``normalize_scaled_rows(A, d)`` is ``normalize_rows(scale_columns(A, d))``
 (LADIES and FastGCN weight each sampled column by ``1 / (s p)`` and then
 normalise the rows) in two kernels and the shared row reduction, with the
@@ -154,4 +160,164 @@ def reduce_row_groups(A, rows, row_ptr, *, check=True):
     return Matrix._new(out_ptr, narrow_indices(idx, A.ncols), vals, (G, A.ncols))
 
 
-__all__ = ["normalize_scaled_rows", "reduce_row_groups"]
+def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True):
+    """One layer of layer-wise importance sampling, assembled from its draws.
+
+    For each group ``g`` (a minibatch: row ``g`` of ``S`` holds its drawn
+    columns, ``dst[dst_ptr[g]:dst_ptr[g+1]]`` its destinations) this is the
+    composition::
+
+        _, src, src_ptr = compact_columns_blockwise(S, arange(G + 1), first=dst, first_ptr=dst_ptr)
+        adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr)
+        c_j = 1 / (s p_j) where p_j > 0, else 0        # in p's dtype, then A's
+        adj = normalize_scaled_rows(adj, c)
+
+    with ``p_j`` the normalised weight of column ``j`` in its group's row
+    of ``W`` (``W[w_rows[g], j]`` over that row's sum, as
+    ``normalize_rows`` divides) or, given ``p``, ``p[j]``.  LADIES and
+    FastGCN weight each sampled column so by its probability; their layer is
+    ``sample_rows`` and then this.  The result equals the composition bit
+    for bit on every device; on the CPU it runs as one kernel (one pass
+    over each group's columns and rows instead of five operators' passes,
+    arrays and calls), on a GPU as the composition.
+
+    Parameters
+    ----------
+    A : Matrix
+        The graph's rows (float values), ``A.nrows`` covering ``dst``.
+    S : Matrix
+        The draws: one row per group, shape ``(G, A.ncols)``.
+    dst : 1-D int array
+        The groups' destinations (rows of ``A``), distinct within a group.
+    dst_ptr : 1-D int array, shape (G + 1,)
+        Group offsets into ``dst`` (host arrays cost no read on a GPU).
+    s : int
+        The layer size the columns were drawn with.
+    W : Matrix, optional
+        Weights: row ``w_rows[g]`` holds group g's (not yet normalised).
+    w_rows : 1-D int array of length G, optional
+        With ``W``: each group's row of it.
+    p : 1-D float array of length ``A.ncols``, optional
+        Each column's probability, shared by the groups (instead of ``W``).
+    check : bool, default True
+        Check the arguments' shapes, ranges and the destinations' ids.
+        Callers whose arrays spla made (a sampler's frontiers) pass False:
+        on a GPU each check is a blocking read.
+
+    Returns
+    -------
+    adj : Matrix
+        Shape ``(len(dst), src_ptr[-1])``: group g's block in its rows and
+        columns ``src_ptr[g]:src_ptr[g+1]`` (``split_blocks`` cuts them).
+    src : 1-D int64 array, on A's device
+        Each group's columns: its destinations, then its drawn columns not
+        among them, ascending.
+    src_ptr : 1-D int64 numpy array, shape (G + 1,)
+
+    Raises
+    ------
+    DimensionMismatch, IndexOutOfRange, InvalidValue, DTypeError
+        Shapes that do not agree, ids out of range, neither or both of
+        ``W`` and ``p``, non-float values of ``A``.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> from spla.layer_ops import importance_layer
+    >>> A = spla.Matrix.from_dense(np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]]))
+    >>> S = spla.Matrix.from_dense(np.array([[0.0, 0.0, 1.0]]))      # one group drew column 2
+    >>> adj, src, src_ptr = importance_layer(A, S, [0], [0, 1], 1, p=np.array([0.5, 0.25, 0.25]))
+    >>> src.tolist(), src_ptr.tolist(), adj.to_dense().tolist()
+    ([0, 2], [0, 2], [[1.0, 0.0]])
+    """
+    func = "importance_layer"
+    dst, ptr, W, w_rows, p = _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check)
+    if A.device != backend.CPU:
+        return _composed_layer(A, S, dst, ptr, s, W, w_rows, p)
+    from kernels.cpu.layer_blocks import importance_layer as fused
+    empty = np.zeros(0, np.int64)
+    w = (empty, empty, np.zeros(0), empty) if W is None else (W.indptr, W.indices, W.values,
+                                                              w_rows)
+    out_ptr, idx, vals, src, src_ptr = fused(
+        A.indptr, A.indices, A.values, S.indptr, S.indices, dst, ptr, *w,
+        np.zeros(0) if p is None else p, s, A.ncols)
+    adj = Matrix._new(out_ptr, narrow_indices(idx, src.size), vals, (dst.size, src.size))
+    adj._cache[HOST_INDPTR] = out_ptr
+    return adj, src, src_ptr
+
+
+def _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check):
+    """``importance_layer``'s arguments checked (cheap checks always, the
+    ids' with ``check``) and converted: ``(dst, dst_ptr on the host, W,
+    w_rows on the host, p)``."""
+    from spla.checks import as_index_array, as_int
+    from spla.exceptions import DimensionMismatch, InvalidValue
+    from spla.structure import _group_ptr
+    for arg, M in (("A", A), ("S", S)):
+        if not isinstance(M, Matrix):
+            fail(DTypeError, func, arg, "a spla.Matrix", describe(M))
+    if A.values is None or A.dtype.kind != "f":
+        fail(DTypeError, func, "A", "float values", describe(A))
+    s = as_int(func, "s", s, minimum=1)
+    xp = A.xp
+    dst = (xp.asarray(as_index_array(func, "dst", dst, A.nrows)) if check
+           else xp.asarray(dst).astype(np.int64, copy=False))
+    ptr = _group_ptr(func, "dst_ptr", dst_ptr, dst.size)
+    G = ptr.size - 1
+    if check and dst.size:
+        group = xp.asarray(np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr)))
+        key = xp.sort(group * max(A.nrows, 1) + dst)
+        if bool((key[1:] == key[:-1]).any()):
+            fail(InvalidValue, func, "dst", "destinations distinct within each group",
+                 "one repeated in its group")
+    if S.shape != (G, A.ncols):
+        fail(DimensionMismatch, func, "S", f"shape ({G}, {A.ncols}): a row per group",
+             f"shape {S.shape}")
+    if (W is None) == (p is None):
+        fail(InvalidValue, func, "W", "either W (with w_rows) or p", "both" if W is not None
+             else "neither")
+    if p is not None:
+        p = xp.asarray(p)
+        if p.shape != (A.ncols,) or p.dtype.kind != "f":
+            fail(DimensionMismatch, func, "p", f"a float array of length {A.ncols}", describe(p))
+        return dst, ptr, None, None, p
+    if not isinstance(W, Matrix) or W.ncols != A.ncols:
+        fail(DimensionMismatch, func, "W", f"a spla.Matrix of {A.ncols} columns", describe(W))
+    rows = np.asarray(backend.to_host(w_rows if w_rows is not None else np.zeros(0)))
+    if rows.shape != (G,) or rows.dtype.kind not in "iu" or (
+            G and (int(rows.min()) < 0 or int(rows.max()) >= W.nrows)):
+        fail(InvalidValue, func, "w_rows", f"{G} row ids of W (below {W.nrows})", describe(rows))
+    if W.values is None or W.dtype.kind != "f":
+        # Integer weights are divided in float64, as normalize_rows divides them.
+        W = W.astype(np.float64)
+    return dst, ptr, W, rows.astype(np.int64), p
+
+
+def _composed_layer(A, S, dst, ptr, s, W, w_rows, p):
+    """``importance_layer`` as the composition of its operators."""
+    from spla.elementwise import reduce_rowwise
+    from spla.extract import extract_blockwise, extract_values
+    from spla.structure import compact_columns_blockwise
+    xp = A.xp
+    G = ptr.size - 1
+    _, src, src_ptr = compact_columns_blockwise(S, np.arange(G + 1, dtype=np.int64), first=dst,
+                                                first_ptr=ptr, check=False)
+    src_ptr = np.asarray(backend.to_host(src_ptr), np.int64)
+    adj = extract_blockwise(A, dst, ptr, src, src_ptr, check=False)
+    if p is not None:
+        p_col = p[src]
+    else:
+        # Only the kept columns are divided by their row's sum: the division
+        # normalize_rows(W) makes (the same operands, so the same values)
+        # without a pass over all of W.
+        rows = xp.asarray(np.repeat(w_rows, np.diff(src_ptr)))
+        raw = extract_values(W, rows, src, check=False)
+        sums = reduce_rowwise(W, "plus")
+        safe = xp.where(sums == 0, 1, sums).astype(W.dtype, copy=False)
+        p_col = raw / safe[rows]
+    kept = p_col > 0
+    scale = xp.where(kept, 1.0 / (s * xp.where(kept, p_col, 1.0)), 0.0)
+    return normalize_scaled_rows(adj, scale.astype(adj.dtype, copy=False)), src, src_ptr
+
+
+__all__ = ["importance_layer", "normalize_scaled_rows", "reduce_row_groups"]

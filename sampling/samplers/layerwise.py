@@ -4,9 +4,10 @@ Per layer, for all k minibatches at once (one row of Q per minibatch)::
 
     P   = Q @ (Â ∘ Â)    # LADIES: column sums over the batch rows (reduce_row_groups)
     S   = sample_rows(P, s, ...)             # s distinct vertices per minibatch
-    src = compact_columns_blockwise(S, first=dst)   # dst first, then the sampled
-    adj = extract_blockwise(Â, dst, src)     # per minibatch Â[dst, src]
-    adj = normalize_rows(adj · diag(1 / (s p)))   # normalize_scaled_rows
+    adj, src = importance_layer(Â, S, dst, s, W=P)   # spla.layer_ops, which is:
+        src = compact_columns_blockwise(S, first=dst)   # dst first, then the sampled
+        adj = extract_blockwise(Â, dst, src)            # per minibatch Â[dst, src]
+        adj = normalize_rows(adj · diag(1 / (s p)))     # p: P's rows normalised
 
 FastGCN uses the global column norms of Â instead of the batch's,
 ``vxm(1, Â ∘ Â)`` (distributed when Â is: bit-identical either way): one
@@ -19,13 +20,11 @@ from typing import Tuple
 import numpy as np
 
 import spla
-from spla import (Vector, apply, compact_columns_blockwise, extract_blockwise,
-                  normalize_rows, reduce_rowwise, sample_rows, vxm)
+from spla import Vector, apply, normalize_rows, sample_rows, vxm
 from spla import backend
 from spla.agreement import collective_checks
 from spla.checks import check_weights
-from spla.extract import extract_values
-from spla.layer_ops import normalize_scaled_rows, reduce_row_groups
+from spla.layer_ops import importance_layer, reduce_row_groups
 from spla.matrix import Matrix
 
 from sampling.samplers.base import (Sampler, SamplerConfig, as_graph, graph_comm,
@@ -150,26 +149,12 @@ class _LayerWise(Sampler):
         ``rows`` on the host."""
         raise NotImplementedError
 
-    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
-        """p_j of every kept column: its minibatch's row of W, normalised.
-
-        Only the kept columns are divided by their row's sum, the very
-        division ``normalize_rows(W)`` makes on every entry (the same
-        operands, so the same values) without a pass over all of W: each
-        kept column's entry is one lookup in its minibatch's row
-        (``prow`` on the host: the rows of the pairs are made there).
-        """
-        xp = W.xp
-        if W.values is None or W.dtype.kind in "iu":
-            W = W.astype(np.float64)
-        rows = xp.asarray(np.repeat(np.asarray(prow, np.int64), np.diff(src_ptr)))
-        raw = extract_values(W, rows, src, check=False)
-        sums = reduce_rowwise(W, "plus")
-        safe = xp.where(sums == 0, 1, sums).astype(W.dtype, copy=False)
-        return raw / safe[rows]
+    def _column_probabilities(self):
+        """Each column's probability shared by every minibatch (a dense
+        array), or None where each minibatch's row of W gives them."""
+        return None
 
     def _sample_stacked(self, B, seed, epoch):
-        xp = self.A.xp
         k = B.k
         # The minibatches' ids on the host: sample_rows checks them there
         # (on the device the check is a blocking read) and uploads them.
@@ -177,7 +162,6 @@ class _LayerWise(Sampler):
         # Group pointers stay on the host (numpy): the operators read their
         # ends and sizes from them, where device pointers cost a blocking
         # read each time; one read per layer brings the new sources' pointer.
-        one_per_group = np.arange(k + 1, dtype=np.int64)
         dst, dst_ptr = B.nodes, B.ptr_host
         layers = []
         for hop, s in enumerate(self.config.layer_sizes):
@@ -191,14 +175,10 @@ class _LayerWise(Sampler):
                             check=not self.config.normalize, values=False)
             # The frontiers are spla's own (in range, distinct per group):
             # no checks, which on a GPU are blocking reads.
-            _, src, src_ptr = compact_columns_blockwise(S, one_per_group, first=dst,
-                                                        first_ptr=dst_ptr, check=False)
-            src_ptr = np.asarray(backend.to_host(src_ptr), np.int64)
-            adj = extract_blockwise(A, dst, dst_ptr, src, src_ptr, check=False)
-            p_col = self._kept_probabilities(W, prow, one_per_group, src, src_ptr)
-            kept = p_col > 0
-            scale = xp.where(kept, 1.0 / (s * xp.where(kept, p_col, 1.0)), 0.0)
-            adj = normalize_scaled_rows(adj, scale.astype(adj.dtype, copy=False))
+            p = self._column_probabilities()
+            adj, src, src_ptr = importance_layer(
+                A, S, dst, dst_ptr, s, W=W if p is None else None,
+                w_rows=prow if p is None else None, p=p, check=False)
             layers.append((adj, dst, dst_ptr, src, src_ptr))
             dst, dst_ptr = src, src_ptr
         return layers
@@ -270,8 +250,8 @@ class FastGCN(_LayerWise):
         # not a scan of the n-entry row per minibatch and layer.
         self._p_dense = Vector.from_coo(nz, normalize_rows(self._global).values, n).to_dense()
 
-    def _kept_probabilities(self, W, prow, one_per_group, src, src_ptr):
-        return self._p_dense[src]
+    def _column_probabilities(self):
+        return self._p_dense
 
     def _probabilities(self, dst, dst_ptr, k, A_sq):
         xp = self.A.xp

@@ -1,0 +1,160 @@
+"""``spla.layer_ops.importance_layer``: the fused CPU kernel equals the
+composition of the operators it stands for, bit for bit, on generated
+inputs; both equal a dense numpy reference of the layer; its errors; and
+LADIES / FastGCN sample the same minibatches through it as through the
+composition."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spla
+from spla.layer_ops import _composed_layer, importance_layer
+
+
+def _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p):
+    """A graph A, draws S (a row per group), destinations, and W or p."""
+    rng = np.random.default_rng(seed)
+    M = sp.random(n, n, density=min(1.0, 4.0 / n), format="csr", random_state=rng,
+                  dtype=np.float64)
+    M.data = (M.data * 10.0 ** rng.integers(-3, 3, M.data.size)).astype(a_dtype)
+    A = spla.Matrix.from_scipy(M)
+    dst = np.concatenate([rng.choice(n, min(per_group, n), replace=False)
+                          for _ in range(groups)]).astype(np.int64)
+    ptr = np.arange(groups + 1, dtype=np.int64) * min(per_group, n)
+    rows = [np.sort(rng.choice(n, min(draws, n), replace=False)) for _ in range(groups)]
+    S = spla.Matrix.from_coo(np.repeat(np.arange(groups), [r.size for r in rows]),
+                             np.concatenate(rows), None, (groups, n))
+    if dense_p:
+        p = rng.random(n).astype(w_dtype)
+        p[rng.random(n) < 0.2] = 0          # columns of probability 0 get scale 0
+        return A, S, dst, ptr, dict(p=p)
+    Wd = sp.random(groups + 1, n, density=0.5, format="csr", random_state=rng,
+                   dtype=np.float64)
+    Wd.data = Wd.data.astype(w_dtype)
+    w_rows = rng.integers(0, groups + 1, groups)
+    return A, S, dst, ptr, dict(W=spla.Matrix.from_scipy(Wd), w_rows=w_rows)
+
+
+def _same(x, y):
+    (a1, s1, p1), (a2, s2, p2) = x, y
+    assert np.array_equal(s1, s2) and np.array_equal(p1, p2)
+    assert a1.shape == a2.shape and a1.dtype == a2.dtype
+    assert np.array_equal(a1.indptr, a2.indptr)
+    assert np.array_equal(a1.indices, a2.indices)
+    assert np.asarray(a1.values).tobytes() == np.asarray(a2.values).tobytes()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2 ** 31), st.integers(1, 60), st.integers(1, 5), st.integers(1, 20),
+       st.integers(0, 30), st.sampled_from([np.float32, np.float64]),
+       st.sampled_from([np.float32, np.float64]), st.booleans(), st.integers(1, 40))
+def test_fused_equals_the_composition(seed, n, groups, per_group, draws, a_dtype, w_dtype,
+                                      dense_p, s):
+    A, S, dst, ptr, probs = _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p)
+    fused = importance_layer(A, S, dst, ptr, s, **probs)
+    W = probs.get("W")
+    composed = _composed_layer(A, S, dst, ptr, s, W, probs.get("w_rows"), probs.get("p"))
+    _same(fused, composed)
+
+
+@pytest.mark.parametrize("dense_p", [False, True])
+def test_layer_equals_a_dense_reference(dense_p):
+    """Against numpy on dense arrays: the columns, the weights 1 / (s p),
+    the normalised rows."""
+    n, s = 30, 7
+    A, S, dst, ptr, probs = _case(5, n, 3, 6, 9, np.float64, np.float64, dense_p)
+    adj, src, src_ptr = importance_layer(A, S, dst, ptr, s, **probs)
+    Ad, Sd = A.to_dense(), S.to_dense()
+    for g in range(3):
+        d = dst[ptr[g]:ptr[g + 1]]
+        drawn = [int(j) for j in np.flatnonzero(Sd[g]) if j not in set(d.tolist())]
+        cols = np.concatenate([d, np.array(drawn, np.int64)])
+        assert src[src_ptr[g]:src_ptr[g + 1]].tolist() == cols.tolist()
+        if dense_p:
+            p = probs["p"][cols]
+        else:
+            w = probs["W"].to_dense()[probs["w_rows"][g]]
+            p = w[cols] / (w.sum() if w.sum() != 0 else 1.0)
+        c = np.where(p > 0, 1.0 / (s * np.where(p > 0, p, 1.0)), 0.0)
+        block = Ad[np.ix_(d, cols)] * c
+        sums = block.sum(axis=1, keepdims=True)
+        want = np.divide(block, sums, out=block.copy(), where=sums != 0)
+        got = adj.to_dense()[ptr[g]:ptr[g + 1], src_ptr[g]:src_ptr[g + 1]]
+        assert np.allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_bulk_of_groups_runs_in_parallel_and_equals_the_composition():
+    # Enough work for the parallel twin (kernels.parallel's threshold).
+    A, S, dst, ptr, probs = _case(11, 3000, 12, 400, 300, np.float32, np.float32, False)
+    _same(importance_layer(A, S, dst, ptr, 300, **probs),
+          _composed_layer(A, S, dst, ptr, 300, probs["W"], probs["w_rows"], None))
+
+
+def test_errors():
+    A, S, dst, ptr, probs = _case(1, 10, 2, 3, 4, np.float32, np.float32, True)
+    with pytest.raises(spla.InvalidValue, match="importance_layer: argument 'W'"):
+        importance_layer(A, S, dst, ptr, 2)
+    with pytest.raises(spla.InvalidValue, match="importance_layer: argument 'W'"):
+        importance_layer(A, S, dst, ptr, 2, p=probs["p"], W=A, w_rows=[0, 0])
+    with pytest.raises(spla.DimensionMismatch, match="argument 'p'"):
+        importance_layer(A, S, dst, ptr, 2, p=np.ones(3))
+    with pytest.raises(spla.DimensionMismatch, match="argument 'S'"):
+        importance_layer(A, spla.Matrix.from_dense(np.ones((3, 10))), dst, ptr, 2, **probs)
+    with pytest.raises(spla.IndexOutOfRange, match="argument 'dst'"):
+        importance_layer(A, S, np.array([0, 1, 99, 2, 3, 4]), ptr, 2, **probs)
+    with pytest.raises(spla.InvalidValue, match="argument 'dst'"):
+        importance_layer(A, S, np.array([0, 0, 1, 2, 3, 4]), ptr, 2, **probs)
+    with pytest.raises(spla.InvalidCSR, match="argument 'dst_ptr'"):
+        importance_layer(A, S, dst, [0, 4, 5], 2, **probs)
+    with pytest.raises(spla.InvalidValue, match="argument 's'"):
+        importance_layer(A, S, dst, ptr, 0, **probs)
+    with pytest.raises(spla.InvalidValue, match="argument 'w_rows'"):
+        importance_layer(A, S, dst, ptr, 2, W=A, w_rows=[0, 10])
+    with pytest.raises(spla.DTypeError, match="argument 'A'"):
+        importance_layer(A.astype(np.int64), S, dst, ptr, 2, **probs)
+    with pytest.raises(spla.DTypeError, match="argument 'S'"):
+        importance_layer(A, "S", dst, ptr, 2, **probs)
+
+
+def test_integer_weights_are_divided_in_float64():
+    A, S, dst, ptr, _ = _case(2, 12, 2, 3, 5, np.float32, np.float32, True)
+    W = spla.Matrix.from_dense(np.arange(24).reshape(2, 12) % 5)
+    got = importance_layer(A, S, dst, ptr, 3, W=W, w_rows=[1, 0])
+    want = _composed_layer(A, S, dst, ptr, 3, W.astype(np.float64), np.array([1, 0]), None)
+    _same(got, want)
+
+
+@pytest.mark.parametrize("sampler", ["LADIES", "FastGCN"])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_samplers_draw_the_composition_s_minibatches(monkeypatch, sampler, normalize):
+    """The samplers' layers through the fused operator equal those of the
+    composition, entry for entry (the composition put in its place)."""
+    import sampling
+    import sampling.samplers.layerwise as layerwise
+    from spla.generators import rmat
+    A = rmat(9, 8, seed=2)
+    if not normalize:   # a weighted graph, sampled from its own values
+        rng = np.random.default_rng(1)
+        A = A.with_values(rng.random(A.nnz).astype(np.float32) + np.float32(0.01))
+    rng = np.random.default_rng(3)
+    batches = [rng.choice(A.nrows, 15, replace=False) for _ in range(3)]
+    cls = getattr(sampling, sampler)
+    fused = cls(A, [40, 30], normalize=normalize).sample(batches, seed=9)
+
+    def composed(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True):
+        return _composed_layer(A, S, spla.backend.xp_of(A.device).asarray(dst),
+                               np.asarray(dst_ptr), s, W,
+                               None if w_rows is None else np.asarray(w_rows), p)
+
+    monkeypatch.setattr(layerwise, "importance_layer", composed)
+    reference = cls(A, [40, 30], normalize=normalize).sample(batches, seed=9)
+    for a, b in zip(fused, reference):
+        for x, y in zip(a.blocks, b.blocks):
+            assert np.array_equal(x.src_nodes, y.src_nodes)
+            assert np.array_equal(np.asarray(x.adj.indptr), np.asarray(y.adj.indptr))
+            assert np.array_equal(np.asarray(x.adj.indices), np.asarray(y.adj.indices))
+            assert np.asarray(x.adj.values).tobytes() == np.asarray(y.adj.values).tobytes()
+            assert x.adj.nnz > 0
