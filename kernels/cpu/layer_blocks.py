@@ -21,61 +21,78 @@ fusing saves is one pass over the group's columns and rows instead of
 five operators, each with its own pass, arrays and call: a layer of one
 minibatch took about 0.2 ms of fixed cost in the composition on PubMed.
 
-Groups are shared out among the workers; a group's columns are mapped to
-their local ids by a hash table sized by the group (at most half full), so
-scratch is bounded by the work and nothing outlives the call.
+Groups are shared out among the workers, and a group's rows among several
+when there are fewer groups than workers (one minibatch per call).  A
+worker maps its group's columns to their local ids through a tag array over
+all columns when the group's rows hold many entries next to the column
+count, else through a hash table sized by the group (at most half full), as
+``kernels.cpu.groups`` does; scratch is bounded by the work and nothing
+outlives the call.
 """
 
 import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import (EMPTY_KEY, clear_table, get_bit, lower_bound, probe, set_bit,
-                            sort_pairs, table_bits, zero_bitmap)
-from kernels.cpu.group_scratch import dense_map
+from kernels.common import (EMPTY_KEY, KernelLimitError, clear_table, get_bit, lower_bound,
+                            probe, set_bit, table_bits, zero_bitmap)
+from kernels.cpu.group_scratch import dense_map, group_bounds, order_row
 from kernels.its_search import LEAF, blocked_sum
 from kernels.parallel import over_rows, parallel_kernel
 
 
-def _work(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, *rest):
-    # The destinations' entries are scanned: rows times the mean row length.
+def _work(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, *rest):
+    # The destinations' entries are scanned (rows times the mean row
+    # length), shared out by rows: a group's rows are split among workers.
     n = max(1, int(a_ptr.size) - 1)
-    return over_rows(int(dst_ptr.size) - 1,
+    return over_rows(int(dst.size),
                      int(dst.size) * max(1, int(a_ptr[-1]) // n) + int(s_idx.size))
 
 
 @parallel_kernel(_work, inputs=("a_ptr", "a_idx", "a_val", "s_ptr", "s_idx", "dst", "dst_ptr",
                                 "w_ptr", "w_idx", "w_val", "w_rows", "p"))
 def _layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val, w_rows, p,
-           s_p, one_p, one_a, ncols):
+           s_p, one_p, one_a, ncols, parts):
     G = dst_ptr.size - 1
     R = dst.size
-    # Upper bounds: a group's columns (its destinations and draws), a row's
-    # kept entries (its length, and no more than its group's columns).
+    # Upper bounds: a group's columns (its destinations and draws); a row's
+    # kept entries (its length, and no more than its group's columns) plus
+    # one slot, which the branch-free scan writes and may not keep.
     col_ub = np.zeros(G + 1, np.int64)
     for g in range(G):
         col_ub[g + 1] = col_ub[g] + (dst_ptr[g + 1] - dst_ptr[g]) + (s_ptr[g + 1] - s_ptr[g])
     row_ub = np.zeros(R + 1, np.int64)
+    scanned = np.zeros(R + 1, np.int64)
     for g in prange(G):
         m = col_ub[g + 1] - col_ub[g]
         for i in range(dst_ptr[g], dst_ptr[g + 1]):
-            r = dst[i]
-            row_ub[i + 1] = min(a_ptr[r + 1] - a_ptr[r], m)
+            d = a_ptr[dst[i] + 1] - a_ptr[dst[i]]
+            row_ub[i + 1] = min(d, m) + 1
+            scanned[i + 1] = d
     for i in range(R):
         row_ub[i + 1] += row_ub[i]
+        scanned[i + 1] += scanned[i]
     src_tmp = np.empty(col_ub[G], np.int64)
-    loc_tmp = np.empty(row_ub[R], np.int64)
-    val_tmp = np.empty(row_ub[R], a_val.dtype)
-    pos_tmp = np.empty(row_ub[R], np.int64)
+    scale = np.empty(col_ub[G], a_val.dtype)
     n_src = np.zeros(G + 1, np.int64)
-    n_row = np.zeros(R + 1, np.int64)
     for g in prange(G):
         m = _group_columns(g, dst, dst_ptr, s_ptr, s_idx, col_ub, src_tmp)
         n_src[g + 1] = m
-        scale = _group_scales(g, src_tmp, col_ub[g], m, w_ptr, w_idx, w_val, w_rows, p, s_p,
-                              one_p, a_val)
-        _group_rows(g, src_tmp[col_ub[g]:col_ub[g] + m], ncols, a_ptr, a_idx, a_val, dst,
-                    dst_ptr, row_ub, scale, one_a, loc_tmp, pos_tmp, val_tmp, n_row)
+        _group_scales(g, src_tmp, col_ub[g], m, w_ptr, w_idx, w_val, w_rows, p, s_p, one_p,
+                      scale)
+    loc_tmp = np.empty(row_ub[R], np.int64)
+    val_tmp = np.empty(row_ub[R], a_val.dtype)
+    pos_tmp = np.empty(row_ub[R], np.int64)
+    n_row = np.zeros(R + 1, np.int64)
+    # With fewer groups than workers (one minibatch per call) a group's rows
+    # are cut into pieces of about equal entries, each worker mapping the
+    # group's columns itself: that costs the columns, little next to the
+    # rows' entries.
+    per = (parts + G - 1) // G if 0 < G < parts else 1
+    bounds = group_bounds(G * per, parts)
+    for c in prange(bounds.size - 1):
+        _worker(bounds[c], bounds[c + 1], per, ncols, a_ptr, a_idx, a_val, dst, dst_ptr, scanned,
+                row_ub, col_ub, n_src, src_tmp, scale, one_a, loc_tmp, pos_tmp, val_tmp, n_row)
     for g in range(G):
         n_src[g + 1] += n_src[g]
     for i in range(R):
@@ -91,6 +108,18 @@ def _layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val,
                 out_idx[n_row[i] + t] = n_src[g] + loc_tmp[row_ub[i] + t]
                 out_val[n_row[i] + t] = val_tmp[row_ub[i] + t]
     return n_row, out_idx, out_val, src, n_src
+
+
+@numba.njit(cache=True, inline="always")
+def _piece(r0, r1, q, per, scanned):
+    """Rows ``[lo, hi)``, piece ``q`` of ``per`` of rows ``r0:r1``, cut where
+    their entries (``scanned``, an exclusive scan) reach ``q / per``."""
+    e0 = scanned[r0]
+    e1 = scanned[r1]
+    lo = r0 + np.searchsorted(scanned[r0:r1], e0 + (e1 - e0) * q // per)
+    hi = r1 if q == per - 1 else r0 + np.searchsorted(scanned[r0:r1],
+                                                      e0 + (e1 - e0) * (q + 1) // per)
+    return lo, hi
 
 
 @numba.njit(cache=True, inline="always")
@@ -117,61 +146,83 @@ def _group_columns(g, dst, dst_ptr, s_ptr, s_idx, col_ub, src_tmp):
 
 
 @numba.njit(cache=True, inline="always")
-def _group_rows(g, cols, ncols, a_ptr, a_idx, a_val, dst, dst_ptr, row_ub, scale, one_a,
-                loc_tmp, pos_tmp, val_tmp, n_row):
-    """Group ``g``'s rows: each destination's entries in the group's columns
-    ``cols`` (local ids, positions, normalised scaled values) at
+def _worker(t0, t1, per, ncols, a_ptr, a_idx, a_val, dst, dst_ptr, scanned, row_ub, col_ub,
+            n_src, src_tmp, scale, one_a, loc_tmp, pos_tmp, val_tmp, n_row):
+    """Tasks ``t0:t1`` (one worker's; task ``t`` is piece ``t % per`` of
+    group ``t // per``'s rows): each destination's entries in its group's
+    columns (local ids, positions, normalised scaled values) at
     ``row_ub[i]``, their count into ``n_row[i + 1]``.
 
-    The columns map to their local ids through a tag array over all
-    columns (one load a lookup; read only where the bitmap of the group's
-    columns is set, so never cleared) when the group is within
-    ``DENSE_FACTOR`` of the column count, else a hash table of its own.
+    The columns map to their local ids through a tag array over all columns
+    when the worker's largest group's work (its rows' entries) is within
+    ``DENSE_FACTOR`` of the column count, else through a hash table sized
+    by its largest group; either is made once per worker.  With the tag
+    array a row is scanned branch-free against a bitmap of the group's
+    columns (every entry written, kept only if a member: a hub row keeps
+    few of its entries, a coin toss the branch predictor loses), only the
+    kept entries read a tag, and the bitmap is cleared group by group.
     """
-    m = cols.size
-    dense = dense_map(m, ncols)
+    most = np.int64(0)
+    work = np.int64(0)
+    for t in range(t0, t1):
+        g = t // per
+        most = max(most, n_src[g + 1])
+        work = max(work, scanned[dst_ptr[g + 1]] - scanned[dst_ptr[g]] + n_src[g + 1])
+    dense = dense_map(work, ncols)
     member = zero_bitmap(ncols if dense else 0)
-    tags = np.empty(ncols if dense else 0, np.int64)
-    bits = table_bits(0 if dense else m)
-    table = np.empty(np.int64(2) << bits, np.int64)
-    clear_table(table, bits)
-    for t in range(m):
-        if dense:
-            set_bit(member, cols[t])
-            tags[cols[t]] = t
-        else:
-            slot = probe(table, cols[t], bits)
-            table[2 * slot] = cols[t]
-            table[2 * slot + 1] = t
+    tags = np.empty(ncols if dense else 0, np.uint32)
+    table = np.empty(np.int64(2) << table_bits(0 if dense else most), np.int64)
+    placed = np.empty(most, np.int64)
+    marks = zero_bitmap(most)
     total = np.empty(1, a_val.dtype)
-    for i in range(dst_ptr[g], dst_ptr[g + 1]):
-        r = dst[i]
-        f = row_ub[i]
-        for e in range(a_ptr[r], a_ptr[r + 1]):
-            c = a_idx[e]
+    for t in range(t0, t1):
+        g = t // per
+        cols = src_tmp[col_ub[g]:col_ub[g] + n_src[g + 1]]
+        bits = table_bits(0 if dense else cols.size)
+        clear_table(table, bits)
+        for j in range(cols.size):
             if dense:
-                if get_bit(member, c):
-                    loc_tmp[f] = tags[c]
+                set_bit(member, cols[j])
+                tags[cols[j]] = j
+            else:
+                slot = probe(table, cols[j], bits)
+                table[2 * slot] = cols[j]
+                table[2 * slot + 1] = j
+        lo, hi = _piece(dst_ptr[g], dst_ptr[g + 1], t % per, per, scanned)
+        for i in range(lo, hi):
+            r = dst[i]
+            f = row_ub[i]
+            if dense:
+                # Unsigned positions: numba then adds no negative-index
+                # wraparound to the loads, the scan's whole cost.
+                for e in range(np.uint64(a_ptr[r]), np.uint64(a_ptr[r + 1])):
                     pos_tmp[f] = e
-                    f += 1
-                continue
-            slot = probe(table, c, bits)
-            if table[2 * slot] != EMPTY_KEY:
-                loc_tmp[f] = table[2 * slot + 1]
-                pos_tmp[f] = e
-                f += 1
-        if f - row_ub[i] > 1:   # most rows keep one entry or none
-            sort_pairs(loc_tmp, pos_tmp, row_ub[i], f)
-        _normalized_row(row_ub[i], f, loc_tmp, pos_tmp, a_val, scale, one_a, total, val_tmp)
-        n_row[i + 1] = f - row_ub[i]
+                    f += get_bit(member, a_idx[e])
+                for q in range(row_ub[i], f):
+                    loc_tmp[q] = tags[a_idx[pos_tmp[q]]]
+            else:
+                for e in range(a_ptr[r], a_ptr[r + 1]):
+                    slot = probe(table, a_idx[e], bits)
+                    if table[2 * slot] != EMPTY_KEY:
+                        loc_tmp[f] = table[2 * slot + 1]
+                        pos_tmp[f] = e
+                        f += 1
+            if f - row_ub[i] > 1:   # most rows keep one entry or none
+                order_row(loc_tmp, pos_tmp, row_ub[i], f, cols.size, placed, marks)
+            _normalized_row(row_ub[i], f, loc_tmp, pos_tmp, a_val, scale[col_ub[g]:], one_a,
+                            total, val_tmp)
+            n_row[i + 1] = f - row_ub[i]
+        if dense:
+            for j in range(cols.size):
+                member[np.uint64(cols[j]) >> np.uint64(6)] = np.uint64(0)
 
 
 @numba.njit(cache=True, inline="always")
-def _group_scales(g, src_tmp, base, m, w_ptr, w_idx, w_val, w_rows, p, s_p, one_p, a_val):
+def _group_scales(g, src_tmp, base, m, w_ptr, w_idx, w_val, w_rows, p, s_p, one_p, scale):
     """``c_j = 1 / (s p_j)`` (0 where ``p_j`` is not positive) of group
     ``g``'s ``m`` columns, computed in ``p``'s dtype (``one_p``'s) and
-    rounded to A's, as the composition's array expressions round."""
-    scale = np.empty(m, a_val.dtype)
+    rounded to A's (``scale``'s, written at ``base``), as the composition's
+    array expressions round."""
     lookup = p.size == 0
     lo = np.int64(0)
     hi = np.int64(0)
@@ -195,8 +246,7 @@ def _group_scales(g, src_tmp, base, m, w_ptr, w_idx, w_val, w_rows, p, s_p, one_
             pj = raw / safe
         else:
             pj = p[j]
-        scale[t] = one_p / (s_p * pj) if pj > 0 else one_p - one_p
-    return scale
+        scale[base + t] = one_p / (s_p * pj) if pj > 0 else one_p - one_p
 
 
 @numba.njit(cache=True, inline="always")
@@ -235,6 +285,11 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     ncols : int, optional
         A's column count (default: its row count, a square graph).
 
+    Raises
+    ------
+    KernelLimitError
+        2**32 destinations and draws or more (local ids are 32-bit tags).
+
     Returns
     -------
     indptr, indices, values : arrays
@@ -255,6 +310,10 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     >>> [a.tolist() for a in out]
     [[0, 2], [0, 1], [0.5, 0.5], [0, 1], [0, 2]]
     """
+    if int(dst.size) + int(s_idx.size) >= 2 ** 32:
+        # Tags are 32 bits: a group's local ids must fit (no workload nears it).
+        raise KernelLimitError("importance_layer", "S", "fewer than 2**32 columns in all",
+                               f"up to {int(dst.size) + int(s_idx.size)}")
     pd = p.dtype if p.size else w_val.dtype
     # Every probability in one dtype: an empty p of another would make numba
     # unify the two kinds of p_j in the wider one, and compute the scales
@@ -264,5 +323,5 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
         w_val = np.zeros(0, pd)   # unused, and of p's dtype for the same reason
     s_p = np.asarray(s).astype(pd)[()]
     return _layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val, w_rows,
-                  p, s_p, pd.type(1), a_val.dtype.type(1), np.int64(a_ptr.size - 1 if ncols is None
-                                                                   else ncols))
+                  p, s_p, pd.type(1), a_val.dtype.type(1),
+                  np.int64(a_ptr.size - 1 if ncols is None else ncols), numba.get_num_threads())

@@ -86,11 +86,20 @@ def test_layer_equals_a_dense_reference(dense_p):
         assert np.allclose(got, want, rtol=1e-12, atol=0)
 
 
-def test_bulk_of_groups_runs_in_parallel_and_equals_the_composition():
-    # Enough work for the parallel twin (kernels.parallel's threshold).
-    A, S, dst, ptr, probs = _case(11, 3000, 12, 400, 300, np.float32, np.float32, False)
-    _same(importance_layer(A, S, dst, ptr, 300, **probs),
-          _composed_layer(A, S, dst, ptr, 300, probs["W"], probs["w_rows"], None))
+@pytest.mark.parametrize("n, groups, per_group, draws", [
+    (3000, 12, 400, 300),    # a bulk: groups shared out, columns in tag arrays
+    (3000, 1, 2500, 300),    # one large group: its rows split among the workers
+    (60000, 3, 5, 4),        # small groups of a large graph: hash tables
+    (60000, 1, 30000, 50),   # one group, rows split, hash tables or tags by work
+])
+def test_large_layers_equal_the_composition(n, groups, per_group, draws):
+    # Sizes past kernels.parallel's threshold run the parallel twin.
+    for dense_p in (False, True):
+        A, S, dst, ptr, probs = _case(11, n, groups, per_group, draws, np.float32, np.float32,
+                                      dense_p)
+        _same(importance_layer(A, S, dst, ptr, 300, **probs),
+              _composed_layer(A, S, dst, ptr, 300, probs.get("W"), probs.get("w_rows"),
+                              probs.get("p")))
 
 
 def test_errors():
