@@ -21,7 +21,7 @@ import numpy as np
 from spla import backend
 from spla.checks import describe, fail
 from spla.diagonal import column_scale
-from spla.exceptions import DTypeError
+from spla.exceptions import DTypeError, InvalidValue
 from spla.arrays import narrow_indices
 from spla.matrix import HOST_INDPTR, Matrix
 
@@ -216,9 +216,10 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
 
     Raises
     ------
-    DimensionMismatch, IndexOutOfRange, InvalidValue, DTypeError
+    DimensionMismatch, IndexOutOfRange, InvalidValue, DTypeError, DeviceMismatch
         Shapes that do not agree, ids out of range, neither or both of
-        ``W`` and ``p``, non-float values of ``A``.
+        ``W`` and ``p``, non-float values of ``A``, matrices on different
+        devices.
 
     Examples
     --------
@@ -234,13 +235,16 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
     dst, ptr, W, w_rows, p = _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check)
     if A.device != backend.CPU:
         return _composed_layer(A, S, dst, ptr, s, W, w_rows, p)
-    from kernels.cpu.layer_blocks import importance_layer as fused
+    from kernels.common import KernelLimitError
     empty = np.zeros(0, np.int64)
     w = (empty, empty, np.zeros(0), empty) if W is None else (W.indptr, W.indices, W.values,
                                                               w_rows)
-    out_ptr, idx, vals, src, src_ptr = fused(
-        A.indptr, A.indices, A.values, S.indptr, S.indices, dst, ptr, *w,
-        np.zeros(0) if p is None else p, s, A.ncols)
+    try:
+        out_ptr, idx, vals, src, src_ptr = _kernels(backend.CPU, "layer_blocks").importance_layer(
+            A.indptr, A.indices, A.values, S.indptr, S.indices, dst, ptr, *w,
+            np.zeros(0) if p is None else p, s, A.ncols)
+    except KernelLimitError as e:
+        fail(InvalidValue, func, e.arg, e.expected, e.got)
     adj = Matrix._new(out_ptr, narrow_indices(idx, src.size), vals, (dst.size, src.size))
     adj._cache[HOST_INDPTR] = out_ptr
     return adj, src, src_ptr
@@ -258,6 +262,7 @@ def _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check):
             fail(DTypeError, func, arg, "a spla.Matrix", describe(M))
     if A.values is None or A.dtype.kind != "f":
         fail(DTypeError, func, "A", "float values", describe(A))
+    backend.same_device(func, A, S, *([] if W is None else [W]))
     s = as_int(func, "s", s, minimum=1)
     xp = A.xp
     dst = (xp.asarray(as_index_array(func, "dst", dst, A.nrows)) if check

@@ -128,6 +128,24 @@ def test_errors():
         importance_layer(A, "S", dst, ptr, 2, **probs)
 
 
+def test_kernel_limit_is_an_invalid_value(monkeypatch):
+    """More destinations and draws than 32-bit local ids hold: a clear error
+    (the limit lowered here; no workload nears 2**32)."""
+    import kernels.cpu.layer_blocks as blocks
+    A, S, dst, ptr, probs = _case(1, 10, 2, 3, 4, np.float32, np.float32, True)
+    real = blocks.importance_layer
+
+    def limited(*args):
+        from kernels.common import KernelLimitError
+        raise KernelLimitError("importance_layer", "S", "fewer than 8 columns in all", "10")
+
+    monkeypatch.setattr(blocks, "importance_layer", limited)
+    with pytest.raises(spla.InvalidValue, match="importance_layer: argument 'S'"):
+        importance_layer(A, S, dst, ptr, 2, **probs)
+    monkeypatch.setattr(blocks, "importance_layer", real)
+    importance_layer(A, S, dst, ptr, 2, **probs)
+
+
 def test_integer_weights_are_divided_in_float64():
     A, S, dst, ptr, _ = _case(2, 12, 2, 3, 5, np.float32, np.float32, True)
     W = spla.Matrix.from_dense(np.arange(24).reshape(2, 12) % 5)
