@@ -14,12 +14,25 @@ import spla
 from spla.layer_ops import _composed_layer, importance_layer
 
 
-def _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p):
-    """A graph A, draws S (a row per group), destinations, and W or p."""
+#: Values that test the arithmetic's corners: signed zeros, negatives (a row
+#: may sum to 0, a weight be negative), infinities and NaN.
+ODD = np.array([0.0, -0.0, -1.0, -2.5, np.inf, -np.inf, np.nan])
+
+
+def _odd(rng, values, share):
+    """``values`` with about ``share`` of them replaced by corner cases."""
+    hit = rng.random(values.size) < share
+    values[hit] = rng.choice(ODD, int(hit.sum())).astype(values.dtype)
+    return values
+
+
+def _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p, odd=0.0):
+    """A graph A, draws S (a row per group), destinations, and W or p;
+    ``odd``: the share of A's and the weights' values made corner cases."""
     rng = np.random.default_rng(seed)
     M = sp.random(n, n, density=min(1.0, 4.0 / n), format="csr", random_state=rng,
                   dtype=np.float64)
-    M.data = (M.data * 10.0 ** rng.integers(-3, 3, M.data.size)).astype(a_dtype)
+    M.data = _odd(rng, (M.data * 10.0 ** rng.integers(-3, 3, M.data.size)).astype(a_dtype), odd)
     A = spla.Matrix.from_scipy(M)
     dst = np.concatenate([rng.choice(n, min(per_group, n), replace=False)
                           for _ in range(groups)]).astype(np.int64)
@@ -28,12 +41,12 @@ def _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p):
     S = spla.Matrix.from_coo(np.repeat(np.arange(groups), [r.size for r in rows]),
                              np.concatenate(rows), None, (groups, n))
     if dense_p:
-        p = rng.random(n).astype(w_dtype)
+        p = _odd(rng, rng.random(n).astype(w_dtype), odd)
         p[rng.random(n) < 0.2] = 0          # columns of probability 0 get scale 0
         return A, S, dst, ptr, dict(p=p)
     Wd = sp.random(groups + 1, n, density=0.5, format="csr", random_state=rng,
                    dtype=np.float64)
-    Wd.data = Wd.data.astype(w_dtype)
+    Wd.data = _odd(rng, Wd.data.astype(w_dtype), odd)
     w_rows = rng.integers(0, groups + 1, groups)
     return A, S, dst, ptr, dict(W=spla.Matrix.from_scipy(Wd), w_rows=w_rows)
 
@@ -50,13 +63,16 @@ def _same(x, y):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2 ** 31), st.integers(1, 60), st.integers(1, 5), st.integers(1, 20),
        st.integers(0, 30), st.sampled_from([np.float32, np.float64]),
-       st.sampled_from([np.float32, np.float64]), st.booleans(), st.integers(1, 40))
+       st.sampled_from([np.float32, np.float64]), st.booleans(), st.integers(1, 40),
+       st.sampled_from([0.0, 0.0, 0.1, 0.5]))
 def test_fused_equals_the_composition(seed, n, groups, per_group, draws, a_dtype, w_dtype,
-                                      dense_p, s):
-    A, S, dst, ptr, probs = _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p)
+                                      dense_p, s, odd):
+    A, S, dst, ptr, probs = _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p,
+                                  odd)
     fused = importance_layer(A, S, dst, ptr, s, **probs)
     W = probs.get("W")
-    composed = _composed_layer(A, S, dst, ptr, s, W, probs.get("w_rows"), probs.get("p"))
+    with np.errstate(all="ignore"):    # numpy's warnings on inf and NaN: the values are the test
+        composed = _composed_layer(A, S, dst, ptr, s, W, probs.get("w_rows"), probs.get("p"))
     _same(fused, composed)
 
 
