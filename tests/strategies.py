@@ -248,3 +248,15 @@ def uniform_rows_matrix(weights, n, *, dtype=np.float64, structural=False):
     indices = np.tile(np.arange(d, dtype=np.int32), n)
     vals = None if structural else np.tile(w.astype(dtype), n)
     return spla.Matrix.from_csr(indptr, indices, vals, shape=(n, d))
+
+
+def assert_same_blocks(new, old):
+    """Two lists of minibatches hold the same blocks, entry for entry and
+    bit for bit (values compared as bytes), none of them empty."""
+    for a, b in zip(new, old, strict=True):
+        for x, y in zip(a.blocks, b.blocks, strict=True):
+            assert np.array_equal(x.src_nodes, y.src_nodes)
+            assert np.array_equal(np.asarray(x.adj.indptr), np.asarray(y.adj.indptr))
+            assert np.array_equal(np.asarray(x.adj.indices), np.asarray(y.adj.indices))
+            assert np.asarray(x.adj.values).tobytes() == np.asarray(y.adj.values).tobytes()
+            assert x.adj.nnz > 0

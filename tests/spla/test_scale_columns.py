@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import spla
 from spla import diag as diagonal, scale_columns
+from strategies import assert_same_blocks
 
 
 @settings(max_examples=60, deadline=None)
@@ -32,16 +33,6 @@ def test_scale_columns_equals_product_with_diagonal(m, n, density, seed, dtype):
     assert np.allclose(got.to_dense(), ref, rtol=1e-6, atol=0)
 
 
-def _same_blocks(new, old):
-    for a, b in zip(new, old):
-        for x, y in zip(a.blocks, b.blocks):
-            assert np.array_equal(x.src_nodes, y.src_nodes)
-            assert np.array_equal(np.asarray(x.adj.indptr), np.asarray(y.adj.indptr))
-            assert np.array_equal(np.asarray(x.adj.indices), np.asarray(y.adj.indices))
-            assert np.asarray(x.adj.values).tobytes() == np.asarray(y.adj.values).tobytes()
-            assert x.adj.nnz > 0
-
-
 def test_fastgcn_dense_probabilities_change_no_block(monkeypatch):
     """FastGCN reads p_j from a dense vector; the generic path (looking each
     minibatch's kept columns up in the global row) gives the same blocks."""
@@ -52,7 +43,7 @@ def test_fastgcn_dense_probabilities_change_no_block(monkeypatch):
     batches = [rng.choice(A.nrows, 20, replace=False) for _ in range(3)]
     fast = FastGCN(A, [30, 25]).sample(batches, seed=5)
     monkeypatch.setattr(FastGCN, "_column_probabilities", lambda self: None)
-    _same_blocks(fast, FastGCN(A, [30, 25]).sample(batches, seed=5))
+    assert_same_blocks(fast, FastGCN(A, [30, 25]).sample(batches, seed=5))
 
 
 @pytest.mark.parametrize("normalize", [True, False])
@@ -83,7 +74,7 @@ def test_ladies_kept_probabilities_equal_the_normalised_rows(monkeypatch, normal
         return adj, src, src_ptr
 
     monkeypatch.setattr(layerwise, "importance_layer", old_layer)
-    _same_blocks(new, LADIES(A, [40, 30], normalize=normalize).sample(batches, seed=9))
+    assert_same_blocks(new, LADIES(A, [40, 30], normalize=normalize).sample(batches, seed=9))
 
 
 def test_scale_columns_errors_and_vector_scales():
