@@ -148,16 +148,23 @@ def reduce_row_groups(A, rows, row_ptr, *, check=True):
     if general or (check and rows.size):
         group = np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr))
     if check and rows.size:
-        key = xp.sort(xp.asarray(group * max(A.nrows, 1)) + rows)
-        if bool((key[1:] == key[:-1]).any()):
-            fail(InvalidValue, func, "rows", "rows distinct within each group",
-                 "a row repeated in its group")
+        _distinct_in_groups(func, "rows", rows, group, A.nrows)
     if general:
         Q = Matrix.from_coo(group, backend.to_host(rows), None, (G, A.nrows))
         return (Q.to(A.device) @ A).new()
     K = _kernels(A.device, "layer_sums")
     out_ptr, idx, vals = K.group_row_sums(A.indptr, A.indices, A.values, rows, ptr, A.ncols)
     return Matrix._new(out_ptr, narrow_indices(idx, A.ncols), vals, (G, A.ncols))
+
+
+def _distinct_in_groups(func, arg, ids, group, n):
+    """InvalidValue unless ``ids`` (on any device, in ``[0, n)``) are
+    distinct within each group (``group``: each id's, on the host)."""
+    xp = backend.xp_of_array(ids)
+    key = xp.sort(xp.asarray(group * max(n, 1)) + ids)
+    if bool((key[1:] == key[:-1]).any()):
+        fail(InvalidValue, func, arg, f"{arg} distinct within each group",
+             "one repeated in its group")
 
 
 def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True):
@@ -255,14 +262,14 @@ def _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check):
     ids' with ``check``) and converted: ``(dst, dst_ptr on the host, W,
     w_rows on the host, p)``."""
     from spla.checks import as_index_array, as_int
-    from spla.exceptions import DimensionMismatch, InvalidValue
+    from spla.exceptions import DeviceMismatch, DimensionMismatch
     from spla.structure import _group_ptr
     for arg, M in (("A", A), ("S", S)):
         if not isinstance(M, Matrix):
             fail(DTypeError, func, arg, "a spla.Matrix", describe(M))
     if A.values is None or A.dtype.kind != "f":
         fail(DTypeError, func, "A", "float values", describe(A))
-    backend.same_device(func, A, S, *([] if W is None else [W]))
+    backend.same_device(func, A, S)
     s = as_int(func, "s", s, minimum=1)
     xp = A.xp
     dst = (xp.asarray(as_index_array(func, "dst", dst, A.nrows)) if check
@@ -270,11 +277,8 @@ def _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check):
     ptr = _group_ptr(func, "dst_ptr", dst_ptr, dst.size)
     G = ptr.size - 1
     if check and dst.size:
-        group = xp.asarray(np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr)))
-        key = xp.sort(group * max(A.nrows, 1) + dst)
-        if bool((key[1:] == key[:-1]).any()):
-            fail(InvalidValue, func, "dst", "destinations distinct within each group",
-                 "one repeated in its group")
+        _distinct_in_groups(func, "dst", dst, np.repeat(np.arange(G, dtype=np.int64),
+                                                         np.diff(ptr)), A.nrows)
     if S.shape != (G, A.ncols):
         fail(DimensionMismatch, func, "S", f"shape ({G}, {A.ncols}): a row per group",
              f"shape {S.shape}")
@@ -282,12 +286,18 @@ def _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check):
         fail(InvalidValue, func, "W", "either W (with w_rows) or p", "both" if W is not None
              else "neither")
     if p is not None:
+        if backend.device_of(p) != A.device and hasattr(p, "dtype"):
+            raise DeviceMismatch(f"{func}: argument 'p' is on {backend.device_of(p)}, A on "
+                                 f"{A.device}; move one of them")
         p = xp.asarray(p)
-        if p.shape != (A.ncols,) or p.dtype.kind != "f":
-            fail(DimensionMismatch, func, "p", f"a float array of length {A.ncols}", describe(p))
+        if p.shape != (A.ncols,):
+            fail(DimensionMismatch, func, "p", f"an array of length {A.ncols}", describe(p))
+        if p.dtype not in (np.float32, np.float64):
+            fail(DTypeError, func, "p", "float32 or float64 probabilities", describe(p))
         return dst, ptr, None, None, p
     if not isinstance(W, Matrix) or W.ncols != A.ncols:
         fail(DimensionMismatch, func, "W", f"a spla.Matrix of {A.ncols} columns", describe(W))
+    backend.same_device(func, A, W)
     rows = np.asarray(backend.to_host(w_rows if w_rows is not None else np.zeros(0)))
     if rows.shape != (G,) or rows.dtype.kind not in "iu" or (
             G and (int(rows.min()) < 0 or int(rows.max()) >= W.nrows)):

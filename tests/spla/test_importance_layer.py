@@ -127,6 +127,13 @@ def test_errors():
         importance_layer(A, S, dst, ptr, 2, p=probs["p"], W=A, w_rows=[0, 0])
     with pytest.raises(spla.DimensionMismatch, match="argument 'p'"):
         importance_layer(A, S, dst, ptr, 2, p=np.ones(3))
+    with pytest.raises(spla.DTypeError, match="argument 'p'"):
+        importance_layer(A, S, dst, ptr, 2, p=np.ones(10, np.float16))
+    with pytest.raises(spla.DimensionMismatch, match="argument 'W'"):
+        importance_layer(A, S, dst, ptr, 2, W="W", w_rows=[0, 0])
+    # A list of probabilities is an array of them.
+    _same(importance_layer(A, S, dst, ptr, 2, p=probs["p"].tolist()),
+          importance_layer(A, S, dst, ptr, 2, p=probs["p"].astype(np.float64)))
     with pytest.raises(spla.DimensionMismatch, match="argument 'S'"):
         importance_layer(A, spla.Matrix.from_dense(np.ones((3, 10))), dst, ptr, 2, **probs)
     with pytest.raises(spla.IndexOutOfRange, match="argument 'dst'"):
