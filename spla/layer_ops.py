@@ -243,9 +243,10 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
     if A.device != backend.CPU:
         return _composed_layer(A, S, dst, ptr, s, W, w_rows, p)
     from kernels.common import KernelLimitError
-    empty = np.zeros(0, np.int64)
-    w = (empty, empty, np.zeros(0), empty) if W is None else (W.indptr, W.indices, W.values,
-                                                              w_rows)
+    # Without W its arrays are empty, of the dtypes a W of this graph has:
+    # numba then compiles one kernel for both kinds of probabilities.
+    w = ((np.zeros(0, np.int64), np.zeros(0, A.indices.dtype), np.zeros(0), np.zeros(0, np.int64))
+         if W is None else (W.indptr, W.indices, W.values, w_rows))
     try:
         out_ptr, idx, vals, src, src_ptr = _kernels(backend.CPU, "layer_blocks").importance_layer(
             A.indptr, A.indices, A.values, S.indptr, S.indices, dst, ptr, *w,
