@@ -125,6 +125,27 @@ class ParallelKernel:
                 raise root from None
             raise
 
+    def parts(self, *args):
+        """The workers the twin that ``args`` choose runs on: numba's thread
+        count for the parallel twin, 1 for the serial one.
+
+        For kernels that cut their work into per-worker pieces (a group's
+        rows among the workers, each mapping the group's columns): the
+        serial twin then makes one piece instead of mapping a group twice.
+        ``args`` are the call's, as ``work`` takes them.
+
+        Examples
+        --------
+        >>> import numba
+        >>> from kernels.parallel import parallel_kernel
+        >>> @parallel_kernel(lambda n: n, cache=False)
+        ... def noop(n):
+        ...     return n
+        >>> noop.parts(10), noop.parts(10 ** 6) == numba.get_num_threads()
+        (1, True)
+        """
+        return numba.get_num_threads() if self.work(*args) >= self.threshold else 1
+
     def call_twin(self, twin, *args):
         """Call one twin, whatever the work: ``"serial"`` or ``"parallel"``.
 

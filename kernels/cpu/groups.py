@@ -533,8 +533,8 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
     """
     if int(col_ptr[-1]) - int(col_ptr[0]) >= GROUP_LIMIT:
         _check_group_sizes("extract_groups", "col_ptr", col_ptr, None)
-    cnt, out_idx, src, first_dup, repeats = _extract(ptr, idx, rows, row_ptr, cols, col_ptr,
-                                                     np.int64(ncols), numba.get_num_threads())
+    args = (ptr, idx, rows, row_ptr, cols, col_ptr, np.int64(ncols))
+    cnt, out_idx, src, first_dup, repeats = _extract(*args, _extract.parts(*args, 0))
     if repeats:
         raise KernelLimitError("extract_groups", "idx", "rows without repeated columns",
                                "a selected row holding a column twice")

@@ -324,7 +324,4 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     s_p = np.asarray(s).astype(pd)[()]
     args = (a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val, w_rows, p, s_p,
             pd.type(1), a_val.dtype.type(1), np.int64(a_ptr.size - 1 if ncols is None else ncols))
-    # The serial twin cuts no group into pieces: each piece maps its
-    # group's columns again.
-    parts = numba.get_num_threads() if _layer.work(*args) >= _layer.threshold else 1
-    return _layer(*args, parts)
+    return _layer(*args, _layer.parts(*args))
