@@ -65,16 +65,12 @@ def main():
         from test_gpu_path import _graph, _seeds
         for name in ("sample_rows", "reduce_row_groups"):
             wrap(L, name)
-        # importance_layer on a GPU is the composition of these operators
-        # (spla.layer_ops imports them when called, so the modules' names).
-        layer_ops = importlib.import_module("spla.layer_ops")
-        for module, name in (("spla.structure", "compact_columns_blockwise"),
-                             ("spla.extract", "extract_blockwise"),
-                             ("spla.extract", "extract_values"),
-                             ("spla.elementwise", "reduce_rowwise")):
-            wrap(importlib.import_module(module), name)
-        wrap(layer_ops, "normalize_scaled_rows")
-        wrap(layer_ops, "_composed_layer", "importance_layer's p_j and scales")
+        # importance_layer's own operations, and the kernels it calls.
+        layer_blocks = importlib.import_module("kernels.cuda.layer_blocks")
+        layer_groups = importlib.import_module("kernels.cuda.layer_groups")
+        wrap(layer_blocks, "importance_layer", "importance_layer (scales, values)")
+        wrap(layer_groups, "kept_columns", "importance_layer: its columns")
+        wrap(layer_groups, "extract_groups", "importance_layer: its block")
         wrap(spla, "scale_columns")
         wrap(importlib.import_module("spla.mxm").MxmExpr, "new", "MxmExpr.new")
         wrap(L._LayerWise, "_sample_stacked", "the sampler's own array calls")

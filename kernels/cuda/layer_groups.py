@@ -225,27 +225,19 @@ def _entry_range(xp, ptr, idx, r0, r1):
     return int(lo), int(hi)
 
 
-def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, check=True):
-    """Relabel the columns of each row group; see ``kernels.cpu.groups``.
-
-    ``row_ptr`` and ``first_ptr`` as host int64 arrays; ``ptr`` a canonical
-    CSR pointer (``ptr[0] == 0``, ``ptr[-1] == idx.size``) when the groups
-    cover every row, else its ends cost one read.  Returns ``(out_idx, perm,
-    kept, kept_ptr, first_dup)`` with ``kept_ptr`` on the host: one read
-    brings it (and ``first_dup`` with ``check``).
-    """
-    xp = _xp(ptr)
+def _first_appearances(xp, ptr, idx, row_ptr, first, first_ptr, ncols, check):
+    """The kept columns of ``compact_groups`` on the device: ``(kept, local,
+    tail, n_entries, L, nnz_base)`` (``local`` each entry's new column,
+    ``tail`` the groups' pointer and the repeat, not yet read), or None
+    when there is nothing to keep."""
     G = row_ptr.size - 1
     r0, r1 = int(row_ptr[0]), int(row_ptr[G])
     nnz_base, nnz_end = _entry_range(xp, ptr, idx, r0, r1)
     n_entries = nnz_end - nnz_base
     n_first = int(first_ptr[G]) - int(first_ptr[0])
     L = n_first + n_entries
-    out_type = index_dtype(L)
     if L == 0:
-        empty = xp.zeros(0, np.int64)
-        return (empty.astype(out_type), empty.copy(), empty.copy(),
-                np.zeros(G + 1, np.int64), -1)
+        return None
     bits = _bits_for(L)
     S = 1 << bits
     # Keys and positions, then the groups' pointer and the repeat: one fill.
@@ -262,8 +254,44 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, c
     kept = xp.empty(L, np.int64)
     local = xp.empty(max(n_entries, 1), np.int64)
     launch(_compact_emit, max(L, G + 1), *args, head, incl, kept, local, tail)
+    return kept, local, tail, n_entries, L, nnz_base
+
+
+def kept_columns(ptr, idx, row_ptr, first, first_ptr, ncols):
+    """``compact_groups``' kept columns and their pointer only (the rows are
+    not relabelled), for callers that need no more: ``(kept, kept_ptr)``,
+    ``kept_ptr`` on the host (one read).  The leading columns must be
+    distinct within their group (not checked)."""
+    xp = _xp(ptr)
+    G = row_ptr.size - 1
+    found = _first_appearances(xp, ptr, idx, row_ptr, first, first_ptr, ncols, False)
+    if found is None:
+        return xp.zeros(0, np.int64), np.zeros(G + 1, np.int64)
+    kept, tail = found[0], found[2]
+    kept_ptr = np.asarray(to_host(tail[:G + 1]), np.int64)
+    return kept[:int(kept_ptr[G])], kept_ptr
+
+
+def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, check=True):
+    """Relabel the columns of each row group; see ``kernels.cpu.groups``.
+
+    ``row_ptr`` and ``first_ptr`` as host int64 arrays; ``ptr`` a canonical
+    CSR pointer (``ptr[0] == 0``, ``ptr[-1] == idx.size``) when the groups
+    cover every row, else its ends cost one read.  Returns ``(out_idx, perm,
+    kept, kept_ptr, first_dup)`` with ``kept_ptr`` on the host: one read
+    brings it (and ``first_dup`` with ``check``).
+    """
+    xp = _xp(ptr)
+    G = row_ptr.size - 1
+    found = _first_appearances(xp, ptr, idx, row_ptr, first, first_ptr, ncols, check)
+    if found is None:
+        empty = xp.zeros(0, np.int64)
+        return (empty.astype(index_dtype(0)), empty.copy(), empty.copy(),
+                np.zeros(G + 1, np.int64), -1)
+    kept, local, tail, n_entries, L, nnz_base = found
+    r0, r1 = int(row_ptr[0]), int(row_ptr[G])
     perm = xp.empty(n_entries if with_perm else 0, np.int64)
-    out = xp.empty(n_entries, out_type)
+    out = xp.empty(n_entries, index_dtype(L))
     if n_entries:
         # A block per row at most, so that long rows spread over the grid.
         launch(_compact_rows, (r1 - r0) * BLOCK, ptr, np.int64(r0), np.int64(r1),

@@ -52,7 +52,8 @@ SIM_FILES = ("kernels/test_topk_cuda.py", "sampling/test_gpu_path.py",
              "kernels/test_spgemm_hash_cuda.py", "kernels/test_layer_groups.py",
              "spla/test_layer_values.py", "spla/test_layer_ops.py",
              "spla/test_layer_trusted.py", "spla/test_layer_sums.py",
-             "kernels/test_layer_rows.py", "kernels/test_random_cuda.py")
+             "kernels/test_layer_rows.py", "kernels/test_random_cuda.py",
+             "spla/test_importance_layer.py")
 
 
 @pytest.mark.slow

@@ -2,7 +2,9 @@
 composition of the operators it stands for, bit for bit, on generated
 inputs; both equal a dense numpy reference of the layer; its errors; and
 LADIES / FastGCN sample the same minibatches through it as through the
-composition."""
+composition.  Its CUDA twin under the simulator (``test_sim_*``: run in the
+simulator child of ``tests/kernels/test_cuda_kernels.py``, where this file
+is in ``SIM_FILES``) gives the CPU's layers, bit for bit, in two reads."""
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 import spla
 from spla.layer_ops import _composed_layer, importance_layer
+from sim_marks import sim
 from strategies import assert_same_blocks
 
 
@@ -27,12 +30,13 @@ def _odd(rng, values, share):
     return values
 
 
-def _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p, odd=0.0):
+def _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p, odd=0.0, density=None):
     """A graph A, draws S (a row per group), destinations, and W or p;
-    ``odd``: the share of A's and the weights' values made corner cases."""
+    ``odd``: the share of A's and the weights' values made corner cases;
+    ``density``: A's (default: about 4 entries a row)."""
     rng = np.random.default_rng(seed)
-    M = sp.random(n, n, density=min(1.0, 4.0 / n), format="csr", random_state=rng,
-                  dtype=np.float64)
+    density = min(1.0, 4.0 / n) if density is None else density
+    M = sp.random(n, n, density=density, format="csr", random_state=rng, dtype=np.float64)
     M.data = _odd(rng, (M.data * 10.0 ** rng.integers(-3, 3, M.data.size)).astype(a_dtype), odd)
     A = spla.Matrix.from_scipy(M)
     dst = np.concatenate([rng.choice(n, min(per_group, n), replace=False)
@@ -202,3 +206,72 @@ def test_samplers_draw_the_composition_s_minibatches(monkeypatch, sampler, norma
 
     monkeypatch.setattr(layerwise, "importance_layer", composed)
     assert_same_blocks(fused, cls(A, [40, 30], normalize=normalize).sample(batches, seed=9))
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import fake_cupy
+    with fake_cupy.installed() as mod:
+        yield mod
+
+
+def _on_device(cp, A, S, dst, probs):
+    moved = {k: (v.to("cuda") if isinstance(v, spla.Matrix) else
+                 cp.asarray(v) if k == "p" else v) for k, v in probs.items()}
+    return A.to("cuda"), S.to("cuda"), cp.asarray(dst), moved
+
+
+def _same_on_host(got, want):
+    adj, src, src_ptr = got
+    assert adj.device == "cuda" and isinstance(src_ptr, np.ndarray)
+    _same((adj.to("cpu"), np.asarray(src), src_ptr), want)
+
+
+@sim
+# The simulator runs the kernels' arithmetic in numpy, which warns on the
+# corner cases (in its threads, out of np.errstate's reach).
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2 ** 31), st.integers(1, 40), st.integers(1, 4), st.integers(1, 12),
+       st.integers(0, 20), st.sampled_from([np.float32, np.float64]),
+       st.sampled_from([np.float32, np.float64]), st.booleans(), st.integers(1, 40),
+       st.sampled_from([0.0, 0.2]), st.sampled_from([None, 0.6]))
+def test_sim_gpu_layer_equals_the_cpu(cp, seed, n, groups, per_group, draws, a_dtype, w_dtype,
+                                      dense_p, s, odd, density):
+    """Dense graphs give rows longer than a thread takes (a block's, in the
+    extraction, the weights' totals and the normalisation)."""
+    A, S, dst, ptr, probs = _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p,
+                                  odd, density)
+    want = importance_layer(A, S, dst, ptr, s, **probs)
+    _same_on_host(importance_layer(*_on_device(cp, A, S, dst, probs)[:3], ptr, s,
+                                   **_on_device(cp, A, S, dst, probs)[3]), want)
+
+
+@sim
+@pytest.mark.parametrize("dense_p", [False, True])
+def test_sim_gpu_layer_reads_twice_in_a_few_launches(cp, dense_p):
+    """Two blocking reads (the columns' pointer, the block's), and a third
+    fewer device operations than the composition or better; a dense graph,
+    so that long rows take their blocks too."""
+    import fake_cupy
+    A, S, dst, ptr, probs = _case(3, 60, 3, 12, 30, np.float32, np.float32, dense_p,
+                                  density=0.7)
+    want = importance_layer(A, S, dst, ptr, 5, **probs)
+    dA, dS, ddst, dprobs = _on_device(cp, A, S, dst, probs)
+    importance_layer(dA, dS, ddst, ptr, 5, check=False, **dprobs)   # compiled
+    fake_cupy.reset()
+    got = importance_layer(dA, dS, ddst, ptr, 5, check=False, **dprobs)
+    stats = dict(fake_cupy.STATS)
+    _same_on_host(got, want)
+    assert stats["reads"] == 2, stats
+    assert stats["launches"] <= LAYER_LAUNCHES[dense_p], stats
+    fake_cupy.reset()
+    _composed_layer(dA, dS, ddst, ptr, 5, dprobs.get("W"), probs.get("w_rows"),
+                    dprobs.get("p"))
+    assert fake_cupy.STATS["launches"] >= 1.5 * stats["launches"], (fake_cupy.STATS, stats)
+
+
+#: Device operations of one layer (with W, with p), counted by the stand-in:
+#: ceilings that only come down.
+LAYER_LAUNCHES = {False: 17, True: 15}
