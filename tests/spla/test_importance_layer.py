@@ -224,7 +224,7 @@ def _on_device(cp, A, S, dst, probs):
 def _same_on_host(got, want):
     adj, src, src_ptr = got
     assert adj.device == "cuda" and isinstance(src_ptr, np.ndarray)
-    _same((adj.to("cpu"), np.asarray(src), src_ptr), want)
+    _same((adj.to("cpu"), np.asarray(spla.backend.to_host(src)), src_ptr), want)
 
 
 @sim
@@ -275,3 +275,18 @@ def test_sim_gpu_layer_reads_twice_in_a_few_launches(cp, dense_p):
 #: Device operations of one layer (with W, with p), counted by the stand-in:
 #: ceilings that only come down.
 LAYER_LAUNCHES = {False: 17, True: 15}
+
+
+@pytest.mark.parametrize("dense_p", [False, True])
+def test_gpu_layer_equals_the_cpu(backend, dense_p):
+    """On a real GPU, with rows long enough for every block path (the
+    block's rows, the weights' rows) and corner-case values."""
+    if backend.name != "cupy":
+        pytest.skip("the GPU case runs where cupy and a GPU are present")
+    import cupy
+    for a_dtype, seed in ((np.float32, 1), (np.float64, 2)):
+        A, S, dst, ptr, probs = _case(seed, 3000, 3, 50, 2500, a_dtype, np.float32, dense_p,
+                                      odd=0.05, density=0.5)
+        want = importance_layer(A, S, dst, ptr, 512, **probs)
+        moved = _on_device(cupy, A, S, dst, probs)
+        _same_on_host(importance_layer(*moved[:3], ptr, 512, **moved[3]), want)
