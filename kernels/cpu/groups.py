@@ -258,9 +258,11 @@ def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, c
     if bound >= GROUP_LIMIT:
         # No group holds more than all of them: only then look per group.
         _check_group_sizes("compact_groups", "row_ptr", first_ptr, np.diff(ptr[row_ptr]))
-    return _compact(ptr, idx, row_ptr, first, first_ptr, np.int64(ncols),
-                    numba.get_num_threads(), bool(with_perm),
-                    np.empty(0, index_dtype(bound)), np.int64(TAG_LIMIT))
+    head = (ptr, idx, row_ptr, first, first_ptr, np.int64(ncols))
+    tail = (bool(with_perm), np.empty(0, index_dtype(bound)), np.int64(TAG_LIMIT))
+    # The twin's workers: the serial one shares its groups and sorts out to
+    # one, not to numba's thread count.
+    return _compact(*head, _compact.parts(*head, 0, *tail), *tail)
 
 
 @numba.njit(cache=True, inline="always")
