@@ -272,6 +272,24 @@ def test_sim_gpu_layer_reads_twice_in_a_few_launches(cp, dense_p):
     assert fake_cupy.STATS["launches"] >= 1.5 * stats["launches"], (fake_cupy.STATS, stats)
 
 
+@sim
+def test_sim_gpu_layer_edge_cases(cp):
+    """No groups; groups without destinations or draws; probabilities all 0."""
+    A = spla.Matrix.from_dense(np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]]))
+    p = np.array([0.5, 0.25, 0.25])
+    none = spla.Matrix.from_coo(np.zeros(0, int), np.zeros(0, int), None, (0, 3))
+    one = spla.Matrix.from_coo(np.array([1]), np.array([2]), None, (2, 3))
+    no_dst = np.zeros(0, np.int64)
+    for S, dst, ptr, probs in ((none, no_dst, [0], dict(p=p)),
+                               (none, no_dst, [0], dict(W=A, w_rows=no_dst)),
+                               (one, no_dst, [0, 0, 0], dict(p=p)),
+                               (one, np.array([1]), [0, 0, 1], dict(W=A, w_rows=np.array([0, 2]))),
+                               (one, np.array([1]), [0, 1, 1], dict(p=np.zeros(3)))):
+        want = importance_layer(A, S, dst, ptr, 2, **probs)
+        dA, dS, ddst, dprobs = _on_device(cp, A, S, dst, probs)
+        _same_on_host(importance_layer(dA, dS, ddst, ptr, 2, **dprobs), want)
+
+
 #: Device operations of one layer (with W, with p), counted by the stand-in:
 #: ceilings that only come down.
 LAYER_LAUNCHES = {False: 17, True: 15}
