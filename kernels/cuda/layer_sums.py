@@ -109,8 +109,9 @@ def _compact(table, rank, keys, counts):
 
 
 @cuda.jit(cache=True)
-def _order(order, keys, counts, n, skey, seg, out_idx, entry_of):
-    """Output entry t: its key, column, segment size; each slot's entry."""
+def _order(order, keys, counts, n, skey, seg, out_idx, entry_of, cursor):
+    """Output entry t: its key, column, segment size; each slot's entry; its
+    scatter cursor zeroed (a launch fewer than a fill)."""
     start = cuda.grid(1)
     if start == 0:
         seg[0] = 0
@@ -120,6 +121,7 @@ def _order(order, keys, counts, n, skey, seg, out_idx, entry_of):
         out_idx[t] = keys[c] % n
         seg[t + 1] = counts[c]
         entry_of[c] = t
+        cursor[t] = 0
 
 
 @cuda.jit(device=True)
@@ -214,9 +216,9 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     seg = xp.empty(D + 1, np.int64)
     out_idx = xp.empty(D, np.int64)
     entry_of = xp.empty(D, np.int64)
-    launch(_order, D, order, keys, counts, n, skey, seg, out_idx, entry_of)
+    cursor = xp.empty(D, np.int64)
+    launch(_order, D, order, keys, counts, n, skey, seg, out_idx, entry_of, cursor)
     segoff = scan(xp, seg)
-    cursor = full(xp, D, 0, np.int64)
     rk = xp.empty(T, np.int64)
     vv = xp.empty(T, a_val.dtype)
     launch(_scatter, R * BLOCK, a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff,

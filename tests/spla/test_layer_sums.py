@@ -83,7 +83,7 @@ def cp():
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 2 ** 32 - 1), st.integers(1, 9), st.integers(1, 9), st.integers(1, 3))
 def test_sim_reduce_row_groups_equals_the_cpu(cp, seed, n, m, groups):
-    """The GPU's sums are the CPU's bit for bit, in at most 14 device
+    """The GPU's sums are the CPU's bit for bit, in at most 13 device
     operations and 2 reads whatever the size (trusted rows, host pointer)."""
     import fake_cupy
     A, rows, ptr = _case(seed, n, m, groups)
@@ -92,7 +92,7 @@ def test_sim_reduce_row_groups_equals_the_cpu(cp, seed, n, m, groups):
     fake_cupy.reset()
     got = reduce_row_groups(G, cp.asarray(rows), ptr, check=False)
     stats = dict(fake_cupy.STATS)
-    assert stats["reads"] <= 2 and stats["launches"] <= 14, stats
+    assert stats["reads"] <= 2 and stats["launches"] <= 13, stats
     assert got.device == "cuda"
     _same(got.to("cpu"), want)
     _same(reduce_row_groups(G, cp.asarray(rows), ptr).to("cpu"), want)
