@@ -34,8 +34,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from kernels.common import (EMPTY_KEY, KernelLimitError, clear_table, get_bit, lower_bound,
-                            probe, set_bit, table_bits, zero_bitmap)
+from kernels.common import (EMPTY_KEY, KernelLimitError, clear_table, get_bit, index_dtype,
+                            lower_bound, probe, set_bit, table_bits, zero_bitmap)
 from kernels.cpu.group_scratch import dense_map, group_bounds, order_row
 from kernels.its_search import LEAF, blocked_sum
 from kernels.parallel import over_rows, parallel_kernel
@@ -52,7 +52,7 @@ def _work(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, *rest):
 @parallel_kernel(_work, inputs=("a_ptr", "a_idx", "a_val", "s_ptr", "s_idx", "dst", "dst_ptr",
                                 "w_ptr", "w_idx", "w_val", "w_rows", "p"))
 def _layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val, w_rows, p,
-           s_p, one_p, one_a, ncols, parts):
+           s_p, one_p, one_a, ncols, out_type, parts):
     G = dst_ptr.size - 1
     R = dst.size
     # Upper bounds: a group's columns (its destinations and draws); a row's
@@ -98,7 +98,7 @@ def _layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val,
     for i in range(R):
         n_row[i + 1] += n_row[i]
     src = np.empty(n_src[G], np.int64)
-    out_idx = np.empty(n_row[R], np.int64)
+    out_idx = np.empty(n_row[R], out_type.dtype)
     out_val = np.empty(n_row[R], a_val.dtype)
     for g in prange(G):
         for t in range(n_src[g + 1] - n_src[g]):
@@ -294,7 +294,8 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     -------
     indptr, indices, values : arrays
         The blocks, block-diagonally: a row per destination, group ``g``'s
-        columns at ``src_ptr[g]`` on.
+        columns at ``src_ptr[g]`` on; ``indices`` int32 when the
+        destinations and draws number fewer than 2**31, else int64.
     src, src_ptr : int64 arrays
         Each group's columns (original ids).
     host_indptr : int64 numpy array
@@ -325,7 +326,11 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     if p.size:
         w_val = np.zeros(0, pd)   # unused, and of p's dtype for the same reason
     s_p = np.asarray(s).astype(pd)[()]
+    # Column ids in the narrowest type the block's columns allow (an upper
+    # bound: every destination and draw a column of its own).
+    out_type = np.empty(0, index_dtype(int(dst.size) + int(s_idx.size)))
     args = (a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val, w_rows, p, s_p,
-            pd.type(1), a_val.dtype.type(1), np.int64(a_ptr.size - 1 if ncols is None else ncols))
+            pd.type(1), a_val.dtype.type(1), np.int64(a_ptr.size - 1 if ncols is None else ncols),
+            out_type)
     indptr, indices, values, src, src_ptr = _layer(*args, _layer.parts(*args))
     return indptr, indices, values, src, src_ptr, indptr

@@ -13,7 +13,8 @@ about thirty per layer.
 3. **scales**: a thread per kept column, ``1 / (s p_j)`` in ``p``'s dtype,
    stored in A's (the weights' row totals first, by the row reduction, when
    the probabilities come from ``W``);
-4. **products**: a thread per entry, its value times its column's scale;
+4. **products**: a thread per entry, its value times its column's scale
+   (and its column id written in the output's index type);
 5. **normalisation**: each row's total in ``kernels.its_search.blocked_sum``'s
    order (a block per long row, ``kernels.cuda.long_rows``; a thread per
    other row), then its entries divided by it.
@@ -27,6 +28,7 @@ in the last bit.
 import numpy as np
 from numba import cuda
 
+from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
 from kernels.cuda import groups as _groups
 from kernels.cuda import layer_groups
@@ -65,10 +67,13 @@ def _scales(src, src_ptr, w_ptr, w_idx, w_val, w_rows, w_sum, p, s_p, one_p, sca
 
 
 @cuda.jit(cache=True)
-def _products(a_val, pos, col, scale, out):
-    """Each entry's value (``a_val[pos[e]]``) times its column's scale."""
+def _products(a_val, pos, col, scale, out, out_col):
+    """Each entry's value (``a_val[pos[e]]``) times its column's scale, and
+    its column in the output's index type."""
     for e in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-        out[e] = a_val[pos[e]] * scale[col[e]]
+        c = col[e]
+        out[e] = a_val[pos[e]] * scale[c]
+        out_col[e] = c
 
 
 @cuda.jit(cache=True)
@@ -140,11 +145,13 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
         launch(_scales, src.size, src, xp.asarray(src_ptr), w_ptr, w_idx, w_val, w_rows, w_sum,
                p, np.asarray(s).astype(pd)[()], pd.type(1), scale)
     out_val = xp.empty(out_idx.size, a_val.dtype)
+    # The CPU twin's index type (the same bound).
+    out_col = xp.empty(out_idx.size, index_dtype(int(dst.size) + int(s_idx.size)))
     if out_val.size:
-        launch(_products, out_val.size, a_val, pos, out_idx, scale, out_val)
+        launch(_products, out_val.size, a_val, pos, out_idx, scale, out_val, out_col)
         sums = xp.empty(dst.size, a_val.dtype)
         long_row_sums(out_ptr, out_val, *_constants(xp, a_val.dtype), sums)
         # A block per row at most, so that long rows spread over the grid.
         launch(_normalize, dst.size * BLOCK, out_ptr, out_val, sums, a_val.dtype.type(1),
                np.int64(LONG_MIN))
-    return out_ptr, out_idx, out_val, src, src_ptr, host_ptr
+    return out_ptr, out_col, out_val, src, src_ptr, host_ptr
