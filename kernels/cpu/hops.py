@@ -368,6 +368,12 @@ def _worker(g0, g1, a_ptr, a_idx, nodes, gptr, gids, n, optr, seed, stream, tmp,
             m += 1
         for c0 in range(gptr[g], gptr[g + 1], CHUNK):
             c1 = min(c0 + CHUNK, gptr[g + 1])
+            if pre and dense:
+                # The drawn columns, a chunk in one branch-free pass (the
+                # caller sorts the rows).
+                m = _chunk_by_tags(out, optr[c0], optr[c1] - optr[c0], cols[optr[c0]:], m,
+                                   tmp, off, tags, tag_base)
+                continue
             if pre:
                 for i in range(c0, c1):
                     m = _row_in_order(out, optr[i], optr[i + 1] - optr[i], cols, optr[i], m,
