@@ -430,6 +430,41 @@ def layerwise(cupy, args, out, G):
               flush=True)
         out.append(f"| {name} | {bulk * 1e3:.2f} | {one * 1e3:.2f} |")
     out.append("")
+    layer_operator(cupy, args, out, G, batches)
+
+
+def layer_operator(cupy, args, out, G, batches):
+    """``spla.importance_layer`` (its own kernels on a GPU) against the
+    composition of the operators it stands for, on one LADIES layer's draws,
+    and whether the two agree bit for bit."""
+    import spla
+    from spla.layer_ops import _composed_layer, reduce_row_groups
+    sync = cupy.cuda.Device().synchronize
+    A = G.with_values(cupy.ones(G.nnz, np.float32)) if G.values is None else G
+    sq = spla.ewise_mult(A, A)
+    out += ["### One layer after its draws: `importance_layer` against its composition\n",
+            "| minibatches | fused ms | composition ms | composition / fused | same blocks |",
+            "|---|---|---|---|---|"]
+    for k in (1, 16):
+        dst = cupy.concatenate([cupy.asarray(b, dtype=np.int64) for b in batches[:k]])
+        ptr = np.concatenate([[0], np.cumsum([b.size for b in batches[:k]])]).astype(np.int64)
+        W = reduce_row_groups(sq, dst, ptr, check=False)
+        S = spla.sample_rows(W, 512, seed=1)
+        rows = np.arange(k, dtype=np.int64)
+        fused = timed(lambda: spla.importance_layer(A, S, dst, ptr, 512, W=W, w_rows=rows,
+                                                    check=False), args.repeats, sync)
+        comp = timed(lambda: _composed_layer(A, S, dst, ptr, 512, W, rows, None),
+                     args.repeats, sync)
+        (a1, s1, p1) = spla.importance_layer(A, S, dst, ptr, 512, W=W, w_rows=rows)
+        (a2, s2, p2) = _composed_layer(A, S, dst, ptr, 512, W, rows, None)
+        same = (np.array_equal(p1, p2) and bool((s1 == s2).all())
+                and a1.to("cpu").isequal(a2.to("cpu"))
+                and cupy.asnumpy(a1.values).tobytes() == cupy.asnumpy(a2.values).tobytes())
+        print(f"importance_layer, {k} minibatch(es): fused {fused * 1e3:.3f} ms, composition "
+              f"{comp * 1e3:.3f} ms, same {same}", flush=True)
+        out.append(f"| {k} | {fused * 1e3:.3f} | {comp * 1e3:.3f} | {comp / fused:.2f}x | "
+                   f"{same} |")
+    out.append("")
 
 
 def spgemm(cupy, args, out):
