@@ -129,10 +129,10 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     others are on the device (``w_rows`` too, when ``p`` is empty)."""
     xp = _xp(a_ptr)
     ncols = int(a_ptr.size - 1 if ncols is None else ncols)
-    src, src_ptr = _columns(s_ptr, s_idx, dst, np.asarray(dst_ptr, np.int64), ncols)
+    dst_ptr = np.asarray(dst_ptr, np.int64)
+    src, src_ptr = _columns(s_ptr, s_idx, dst, dst_ptr, ncols)
     out_ptr, out_idx, pos, _, host_ptr = layer_groups.extract_groups(
-        a_ptr, a_idx, dst, np.asarray(dst_ptr, np.int64), src, src_ptr, ncols, check=False,
-        with_host_ptr=True)
+        a_ptr, a_idx, dst, dst_ptr, src, src_ptr, ncols, check=False, with_host_ptr=True)
     pd = p.dtype if p.size else w_val.dtype
     # Every probability in one dtype (see the CPU twin); casts only where needed.
     w_val, p = (a if a.dtype == pd else a.astype(pd) for a in (w_val, p))
