@@ -433,30 +433,15 @@ def layerwise(cupy, args, out, G):
     layer_operator(cupy, args, out, G, batches)
 
 
-def composed_layer(cupy, A, S, dst, ptr, s, W, rows):
-    """``spla.importance_layer(A, S, dst, ptr, s, W=W, w_rows=rows)`` as the
-    composition of the public operators it stands for (its docstring's)."""
-    import spla
-    G = ptr.size - 1
-    _, src, src_ptr = spla.compact_columns_blockwise(
-        S, np.arange(G + 1, dtype=np.int64), first=dst, first_ptr=ptr, check=False)
-    src_ptr = np.asarray(spla.backend.to_host(src_ptr), np.int64)
-    adj = spla.extract_blockwise(A, dst, ptr, src, src_ptr, check=False)
-    r = cupy.asarray(np.repeat(rows, np.diff(src_ptr)))
-    raw = spla.extract_values(W, r, src, check=False)
-    sums = spla.reduce_rowwise(W, "plus")
-    p = raw / cupy.where(sums == 0, 1, sums).astype(W.dtype, copy=False)[r]
-    kept = p > 0
-    scale = cupy.where(kept, 1.0 / (s * cupy.where(kept, p, 1.0)), 0.0)
-    return spla.normalize_scaled_rows(adj, scale.astype(adj.dtype, copy=False)), src, src_ptr
-
-
 def layer_operator(cupy, args, out, G, batches):
     """``spla.importance_layer`` (its own kernels on a GPU) against the
     composition of the operators it stands for, on one LADIES layer's draws,
     and whether the two agree bit for bit."""
     import spla
     from spla import reduce_row_groups
+    # The composition, from spla's public operators (the tests' reference).
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from layer_reference import composed_layer
     sync = cupy.cuda.Device().synchronize
     A = G.with_values(cupy.ones(G.nnz, np.float32)) if G.values is None else G
     sq = spla.ewise_mult(A, A)
@@ -471,10 +456,10 @@ def layer_operator(cupy, args, out, G, batches):
         rows = np.arange(k, dtype=np.int64)
         fused = timed(lambda: spla.importance_layer(A, S, dst, ptr, 512, W=W, w_rows=rows,
                                                     check=False), args.repeats, sync)
-        comp = timed(lambda: composed_layer(cupy, A, S, dst, ptr, 512, W, rows),
+        comp = timed(lambda: composed_layer(A, S, dst, ptr, 512, W=W, w_rows=rows),
                      args.repeats, sync)
         (a1, s1, p1) = spla.importance_layer(A, S, dst, ptr, 512, W=W, w_rows=rows)
-        (a2, s2, p2) = composed_layer(cupy, A, S, dst, ptr, 512, W, rows)
+        (a2, s2, p2) = composed_layer(A, S, dst, ptr, 512, W=W, w_rows=rows)
         same = (np.array_equal(p1, p2) and bool((s1 == s2).all())
                 and a1.to("cpu").isequal(a2.to("cpu"))
                 and cupy.asnumpy(a1.values).tobytes() == cupy.asnumpy(a2.values).tobytes())

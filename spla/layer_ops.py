@@ -3,9 +3,9 @@
 ``importance_layer(A, S, dst, dst_ptr, s, ...)`` assembles one layer of a
 layer-wise sampler from its draws: each minibatch's columns, the sampled
 adjacency with each column weighted by ``1 / (s p)``, rows normalised (on
-the CPU in one kernel, on a GPU in a few; ``_composed_layer`` is the
-composition of the operators it stands for, the reference the tests hold
-both to).
+the CPU in one kernel, on a GPU in a few; ``tests/layer_reference.py``
+writes out the composition of the operators it stands for, which the tests
+hold both to).
 
 ``normalize_scaled_rows(A, d)`` is ``normalize_rows(scale_columns(A, d))``
 (LADIES and FastGCN weight each sampled column by ``1 / (s p)`` and then
@@ -311,34 +311,6 @@ def _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check):
         # Integer weights are divided in float64, as normalize_rows divides them.
         W = W.astype(np.float64)
     return dst, ptr, W, rows.astype(np.int64), p
-
-
-def _composed_layer(A, S, dst, ptr, s, W, w_rows, p):
-    """``importance_layer`` as the composition of its operators: the
-    definition its kernels are tested against, on every device."""
-    from spla.elementwise import reduce_rowwise
-    from spla.extract import extract_blockwise, extract_values
-    from spla.structure import compact_columns_blockwise
-    xp = A.xp
-    G = ptr.size - 1
-    _, src, src_ptr = compact_columns_blockwise(S, np.arange(G + 1, dtype=np.int64), first=dst,
-                                                first_ptr=ptr, check=False)
-    src_ptr = np.asarray(backend.to_host(src_ptr), np.int64)
-    adj = extract_blockwise(A, dst, ptr, src, src_ptr, check=False)
-    if p is not None:
-        p_col = p[src]
-    else:
-        # Only the kept columns are divided by their row's sum: the division
-        # normalize_rows(W) makes (the same operands, so the same values)
-        # without a pass over all of W.
-        rows = xp.asarray(np.repeat(w_rows, np.diff(src_ptr)))
-        raw = extract_values(W, rows, src, check=False)
-        sums = reduce_rowwise(W, "plus")
-        safe = xp.where(sums == 0, 1, sums).astype(W.dtype, copy=False)
-        p_col = raw / safe[rows]
-    kept = p_col > 0
-    scale = xp.where(kept, 1.0 / (s * xp.where(kept, p_col, 1.0)), 0.0)
-    return normalize_scaled_rows(adj, scale.astype(adj.dtype, copy=False)), src, src_ptr
 
 
 __all__ = ["importance_layer", "normalize_scaled_rows", "reduce_row_groups"]

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spla
-from spla.layer_ops import _composed_layer, importance_layer
+from layer_reference import composed_layer
+from spla.layer_ops import importance_layer
 from sim_marks import sim
 from strategies import assert_same_blocks
 
@@ -77,7 +78,7 @@ def test_fused_equals_the_composition(seed, n, groups, per_group, draws, a_dtype
     fused = importance_layer(A, S, dst, ptr, s, **probs)
     W = probs.get("W")
     with np.errstate(all="ignore"):    # numpy's warnings on inf and NaN: the values are the test
-        composed = _composed_layer(A, S, dst, ptr, s, W, probs.get("w_rows"), probs.get("p"))
+        composed = composed_layer(A, S, dst, ptr, s, W, probs.get("w_rows"), probs.get("p"))
     _same(fused, composed)
 
 
@@ -119,7 +120,7 @@ def test_large_layers_equal_the_composition(n, groups, per_group, draws):
         A, S, dst, ptr, probs = _case(11, n, groups, per_group, draws, np.float32, np.float32,
                                       dense_p)
         _same(importance_layer(A, S, dst, ptr, 300, **probs),
-              _composed_layer(A, S, dst, ptr, 300, probs.get("W"), probs.get("w_rows"),
+              composed_layer(A, S, dst, ptr, 300, probs.get("W"), probs.get("w_rows"),
                               probs.get("p")))
 
 
@@ -178,7 +179,7 @@ def test_integer_weights_are_divided_in_float64():
     A, S, dst, ptr, _ = _case(2, 12, 2, 3, 5, np.float32, np.float32, True)
     W = spla.Matrix.from_dense(np.arange(24).reshape(2, 12) % 5)
     got = importance_layer(A, S, dst, ptr, 3, W=W, w_rows=[1, 0])
-    want = _composed_layer(A, S, dst, ptr, 3, W.astype(np.float64), np.array([1, 0]), None)
+    want = composed_layer(A, S, dst, ptr, 3, W.astype(np.float64), np.array([1, 0]), None)
     _same(got, want)
 
 
@@ -200,7 +201,7 @@ def test_samplers_draw_the_composition_s_minibatches(monkeypatch, sampler, norma
     fused = cls(A, [40, 30], normalize=normalize).sample(batches, seed=9)
 
     def composed(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True):
-        return _composed_layer(A, S, spla.backend.xp_of(A.device).asarray(dst),
+        return composed_layer(A, S, spla.backend.xp_of(A.device).asarray(dst),
                                np.asarray(dst_ptr), s, W,
                                None if w_rows is None else np.asarray(w_rows), p)
 
@@ -267,7 +268,7 @@ def test_sim_gpu_layer_reads_twice_in_a_few_launches(cp, dense_p):
     assert stats["reads"] == 2, stats
     assert stats["launches"] <= LAYER_LAUNCHES[dense_p], stats
     fake_cupy.reset()
-    _composed_layer(dA, dS, ddst, ptr, 5, dprobs.get("W"), probs.get("w_rows"),
+    composed_layer(dA, dS, ddst, ptr, 5, dprobs.get("W"), probs.get("w_rows"),
                     dprobs.get("p"))
     assert fake_cupy.STATS["launches"] >= 1.5 * stats["launches"], (fake_cupy.STATS, stats)
 
