@@ -245,8 +245,8 @@ def test_sim_gpu_layer_equals_the_cpu(cp, seed, n, groups, per_group, draws, a_d
     A, S, dst, ptr, probs = _case(seed, n, groups, per_group, draws, a_dtype, w_dtype, dense_p,
                                   odd, density)
     want = importance_layer(A, S, dst, ptr, s, **probs)
-    _same_on_host(importance_layer(*_on_device(cp, A, S, dst, probs)[:3], ptr, s,
-                                   **_on_device(cp, A, S, dst, probs)[3]), want)
+    dA, dS, ddst, dprobs = _on_device(cp, A, S, dst, probs)
+    _same_on_host(importance_layer(dA, dS, ddst, ptr, s, **dprobs), want)
 
 
 @sim
