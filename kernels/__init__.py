@@ -26,7 +26,8 @@ compile side by side (``kernels.cache_lock``: MPI ranks, test workers).
 
 It also keeps freed memory in the process for the next call's arrays
 (``kernels.allocator``: glibc maps and unmaps large requests afresh, a page
-fault per 4 KiB touched); ``SPLA_MALLOC=system`` leaves the allocator alone.
+fault per 4 KiB touched), on the threads started afterwards too (they share
+one heap); ``SPLA_MALLOC=system`` leaves the allocator alone.
 """
 
 import os

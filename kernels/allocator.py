@@ -10,6 +10,16 @@ a large share of a bulk's time (docs/design.rst, "Freed memory is reused").
 ``reuse_freed_memory`` turns that off: every request is served from the
 heap, and up to ``TRIM_THRESHOLD`` bytes of freed memory stay in the
 process to serve the next call, as a caching allocator keeps them.
+
+That alone would hold on the main thread only.  glibc gives each new
+thread an arena of its own, whose heaps are at most 64 MiB, and serves a
+larger request there by a fresh mapping whatever ``mallopt`` says: a
+prefetching loader's thread gathered a bulk's features (about 150 MB) into
+new pages on every bulk, 3-4x slower than into reused ones.  So the policy
+also keeps every thread started afterwards on the one heap (one arena).
+The threads that contend for its lock are the kernels' workers, which
+allocate per chunk of rows, not per entry, and Python threads, which
+allocate under the interpreter's lock anyway.
 ``import kernels`` applies it unless the environment says
 ``SPLA_MALLOC=system``.  The cost is resident memory:
 after a peak, up to ``TRIM_THRESHOLD`` of freed memory stays mapped to the
@@ -31,8 +41,10 @@ TRIM_THRESHOLD = 2 ** 30
 # mallopt's parameters and glibc's static defaults (malloc.h, mallopt(3)).
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
+_M_ARENA_MAX = -8
 _DEFAULT_TRIM_THRESHOLD = 128 * 1024
 _DEFAULT_MMAP_MAX = 65536
+_DEFAULT_ARENA_MAX = 0      # 0: glibc's own limit, from the number of cores
 
 
 def _glibc():
@@ -53,12 +65,16 @@ def _glibc():
 def reuse_freed_memory(enabled=True):
     """Serve large arrays from memory freed by earlier calls (glibc).
 
-    With ``enabled``, glibc maps no fresh memory per request and keeps up to
-    ``TRIM_THRESHOLD`` bytes of freed memory for later requests; without,
-    its static defaults come back (a mapping per request of 128 KiB or more,
-    freed memory returned above 128 KiB; the threshold no longer adapts as
-    it does before any ``mallopt`` call).  Process-wide, like any allocator
-    setting.  ``import kernels`` calls it unless ``SPLA_MALLOC=system``.
+    With ``enabled``, glibc maps no fresh memory per request, keeps up to
+    ``TRIM_THRESHOLD`` bytes of freed memory for later requests, and serves
+    threads started afterwards from the same heap (threads that already
+    allocated keep their arenas); without, its static defaults come back (a
+    mapping per request of 128 KiB or more, freed memory returned above 128
+    KiB; the threshold no longer adapts as it does before any ``mallopt``
+    call).  glibc fixes its limit on arenas the first time a thread needs
+    one, so switching off after threads have allocated leaves them on one
+    heap.  Process-wide, like any allocator setting.  ``import kernels``
+    calls it unless ``SPLA_MALLOC=system``.
 
     Parameters
     ----------
@@ -80,10 +96,12 @@ def reuse_freed_memory(enabled=True):
     if libc is None:
         return False
     if enabled:
-        settings = ((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+        settings = ((_M_MMAP_MAX, 0), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+                    (_M_ARENA_MAX, 1))
     else:
         settings = ((_M_MMAP_MAX, _DEFAULT_MMAP_MAX),
-                    (_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD))
+                    (_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD),
+                    (_M_ARENA_MAX, _DEFAULT_ARENA_MAX))
     return all(libc.mallopt(p, v) == 1 for p, v in settings)
 
 

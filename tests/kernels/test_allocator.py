@@ -27,18 +27,34 @@ class Info(ctypes.Structure):
                 "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = Info
+{alloc}
+"""
+
+#: A 64 MiB array on the main thread.
+ON_MAIN = """
 before = libc.mallinfo2().hblkhd
-a = np.ones(2 ** 23)                 # 64 MiB
+a = np.ones(2 ** 23)
+print(libc.mallinfo2().hblkhd - before)
+"""
+
+#: A 128 MiB array on a new thread, as a prefetching loader's: above the
+#: 64 MiB heaps glibc gives a thread's own arena.
+ON_THREAD = """
+import threading
+before = libc.mallinfo2().hblkhd
+held = []
+t = threading.Thread(target=lambda: held.append(np.ones(2 ** 24)))
+t.start(); t.join()
 print(libc.mallinfo2().hblkhd - before)
 """
 
 
-def _mapped_bytes(setup, policy=None):
+def _mapped_bytes(setup, policy=None, alloc=ON_MAIN):
     env = dict(os.environ)
     env.pop(allocator.ENV, None)
     if policy is not None:
         env[allocator.ENV] = policy
-    out = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup)], env=env,
+    out = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup, alloc=alloc)], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return int(out.stdout.split()[-1])
@@ -48,6 +64,12 @@ def _mapped_bytes(setup, policy=None):
 def test_import_serves_large_arrays_from_the_heap():
     assert _mapped_bytes("import kernels") < 2 ** 26
     assert _mapped_bytes("import kernels", " Reuse ") < 2 ** 26
+
+
+@pytest.mark.slow
+def test_threads_started_after_import_share_the_heap():
+    assert _mapped_bytes("import kernels", alloc=ON_THREAD) < 2 ** 26
+    assert _mapped_bytes("import kernels", "system", alloc=ON_THREAD) >= 2 ** 27
 
 
 @pytest.mark.slow
