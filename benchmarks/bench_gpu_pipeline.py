@@ -19,7 +19,13 @@ same job with a blocking copy after each gather).  Printed: epoch seconds,
 the phases (sample, fetch, copy, train = fwd/bwd), loop / max(sample,
 copy, train) (issue 37's target: <= 1.15), loop / max(producer, train)
 where the producer is the one thread's sample + fetch + copy, and the
-speed-up of prefetch over the synchronous job (target >= 3x).  *loop* is
+speed-up of prefetch over the synchronous job (target >= 3x); then
+``--prefetch K`` again with the interpreter's switch interval lowered to
+``--switch-interval`` seconds (``sys.setswitchinterval``; 0 skips the
+row): the training loop's Python and the producer's each wait for the
+other to give up the interpreter lock, up to the interval (5 ms by
+default) per wait, so the row says how much of the overlap that costs.
+*loop* is
 the training loop's elapsed time (``EpochStats.train_wall``): the epoch
 less its validation pass, which none of the phases counts (dividing the
 whole epoch by them charged the validation to the pipeline).
@@ -57,6 +63,9 @@ def parse_args(argv=None):
     p.add_argument("--sections", default="pipeline,placements",
                    help="comma-separated subset of: pipeline, placements")
     p.add_argument("--prefetch", type=int, default=2)
+    p.add_argument("--switch-interval", type=float, default=0.0005,
+                   help="seconds: the pipeline section's third row runs --prefetch K with "
+                        "sys.setswitchinterval at this (0: no such row)")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--threads", type=int, default=None, help="CPU sampling threads")
     p.add_argument("--out", default=None, help="append the markdown table to this file")
@@ -105,22 +114,37 @@ def pipeline(args, lines, log):
               "loop/max(sample,copy,train) | loop/max(producer,train) |",
               "|---|---|---|---|---|---|---|---|---|"]
     loops = {}
-    for k in (0, args.prefetch):
-        stats, _ = run_config(ds, name, args.epochs, device="cuda", sample_on="cpu",
-                              prefetch=k, batch_size=args.batch_size, threads=args.threads)
+    runs = [(0, None), (args.prefetch, None)]
+    if args.switch_interval > 0:
+        runs.append((args.prefetch, args.switch_interval))
+    default_interval = sys.getswitchinterval()
+    for k, interval in runs:
+        if interval is not None:
+            sys.setswitchinterval(interval)
+        try:
+            stats, _ = run_config(ds, name, args.epochs, device="cuda", sample_on="cpu",
+                                  prefetch=k, batch_size=args.batch_size, threads=args.threads)
+        finally:
+            sys.setswitchinterval(default_interval)
         wall = mean(stats, lambda s: s.wall)
         loop = mean(stats, lambda s: s.train_wall)
         ph = {p: mean(stats, lambda s, p=p: s.times[p]) for p in ("sample", "fetch", "fwd/bwd")}
         copy = mean(stats, lambda s: s.copy)
         r1 = loop / max(ph["sample"], copy, ph["fwd/bwd"])
         r2 = loop / max(ph["sample"] + ph["fetch"] + copy, ph["fwd/bwd"])
-        loops[k] = loop
-        lines.append(f"| {k} | {wall:.3f} | {loop:.3f} | {ph['sample']:.3f} | {ph['fetch']:.3f} | "
+        label = k if interval is None else f"{k}, switch interval {interval * 1e3:g} ms"
+        loops[label] = loop
+        lines.append(f"| {label} | {wall:.3f} | {loop:.3f} | {ph['sample']:.3f} | {ph['fetch']:.3f} | "
                      f"{copy:.3f} | {ph['fwd/bwd']:.3f} | {r1:.2f} | {r2:.2f} |")
         log(lines[-1])
     lines += ["", f"Speed-up of --prefetch {args.prefetch} over synchronous copies: "
               f"{loops[0] / loops[args.prefetch]:.2f}x in the training loop (target >= 3x; "
               "loop/max target <= 1.15)", ""]
+    if len(runs) > 2:
+        label = runs[2][0]
+        label = f"{label}, switch interval {args.switch_interval * 1e3:g} ms"
+        lines[-1:-1] = [f"The lower switch interval: {loops[args.prefetch] / loops[label]:.2f}x "
+                        f"the loop with the default ({default_interval * 1e3:g} ms).", ""]
 
 
 def placements(args, lines, log):

@@ -54,7 +54,7 @@ timeout 50 python3 -W ignore benchmarks/bench_gpu_cache.py --repeats 3 --out "$O
   > "$OUT/cache.log" 2>&1
 echo "rc=$?"; tail -4 "$OUT/cache.log" | cut -c1-300
 step pipeline
-timeout 110 python3 -W ignore benchmarks/bench_gpu_pipeline.py --epochs 1 --datasets cora \
+timeout 130 python3 -W ignore benchmarks/bench_gpu_pipeline.py --epochs 1 --datasets cora \
   --out "$OUT/pipe.md" > "$OUT/pipe.log" 2>&1
 echo "rc=$?"; grep -E "^\||Error" "$OUT/pipe.log" | cut -c1-300 | head -12
 step cap
