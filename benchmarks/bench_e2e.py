@@ -356,7 +356,8 @@ def neighbor_loader(data, cfg, ids, *, shuffle, workers):
                               persistent_workers=workers > 0)
 
 
-def pyg_epoch(loader, model, optimizer):
+def pyg_epoch(loader, model, optimizer, device="cpu"):
+    """One training epoch; on a GPU the loader phase includes the minibatch's copy to it."""
     t = {"loader": 0.0, "fwd/bwd": 0.0}
     edges = steps = 0
     loss_sum = 0.0
@@ -365,6 +366,8 @@ def pyg_epoch(loader, model, optimizer):
     while True:
         t0 = time.perf_counter()
         batch = next(it, None)
+        if batch is not None and device != "cpu":
+            batch = batch.to(device)
         t1 = time.perf_counter()
         t["loader"] += t1 - t0
         if batch is None:
@@ -382,12 +385,13 @@ def pyg_epoch(loader, model, optimizer):
     return dict(times=t, edges=edges, steps=steps, loss=loss_sum / max(steps, 1))
 
 
-def pyg_accuracy(data, model, ids, cfg):
+def pyg_accuracy(data, model, ids, cfg, device="cpu"):
     loader = neighbor_loader(data, cfg, ids, shuffle=False, workers=0)
     correct = total = 0
     model.eval()
     with torch.no_grad():
         for batch in loader:
+            batch = batch.to(device) if device != "cpu" else batch
             b = batch.batch_size
             pred = model(batch.x, batch.edge_index)[:b].argmax(1)
             correct += int((pred == batch.y[:b]).sum())
@@ -395,17 +399,19 @@ def pyg_accuracy(data, model, ids, cfg):
     return correct / max(total, 1)
 
 
-def run_pyg(ds, data, cfg, args, workers, log):
+def run_pyg(ds, data, cfg, args, workers, log, device="cpu"):
+    """PyG's NeighborLoader (``workers`` processes) feeding SAGEConv layers on ``device``:
+    ``1 + args.epochs`` epochs, the first a warm-up, then the test accuracy."""
     torch.manual_seed(args.seed)
     model = pyg_model(data.x.shape[1], cfg["hidden"], ds.num_classes, len(cfg["fanouts"]),
-                      cfg["dropout"])
+                      cfg["dropout"]).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     loader = neighbor_loader(data, cfg, ds.train_idx, shuffle=True, workers=workers)
     epochs = []
     try:
         for e in range(1 + args.epochs):
             t0 = time.perf_counter()
-            r = pyg_epoch(loader, model, opt)
+            r = pyg_epoch(loader, model, opt, device)
             r["total"] = time.perf_counter() - t0
             log(f"    PyG W={workers} epoch {e}{' (warm-up)' if e == 0 else ''}: "
                 f"{r['total']:.3f} s (loader {r['times']['loader']:.3f}, fwd/bwd "
@@ -415,7 +421,7 @@ def run_pyg(ds, data, cfg, args, workers, log):
         # Persistent workers end with their iterator; drop it now, not at exit.
         loader._iterator = None
         del loader
-    acc = pyg_accuracy(data, model, ds.test_idx, cfg)
+    acc = pyg_accuracy(data, model, ds.test_idx, cfg, device)
     return summarise(epochs[1:], acc, f"{workers} worker process(es)" if workers
                      else "sampling in the training process")
 

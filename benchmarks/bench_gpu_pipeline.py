@@ -5,7 +5,8 @@ Run on a machine with a CUDA GPU (exits with status 2 without one)::
 
     python benchmarks/bench_gpu_pipeline.py [--epochs 2] [--prefetch 2]
         [--pipeline-dataset rmat:18] [--datasets cora,rmat:16]
-        [--placement-epochs 20] [--sections pipeline,placements] [--out FILE]
+        [--placement-epochs 20] [--switch-interval 0.0005] [--no-pyg]
+        [--sections pipeline,placements] [--out FILE]
 
 Every run is the main job's ``Trainer`` (``python -m sampling.train
 --device cuda --sample-on ...``), GraphSAGE with the default fanouts, seed
@@ -33,7 +34,11 @@ whole epoch by them charged the validation to the pipeline).
 **(b) placements**: on each of ``--datasets``, ``--device cpu`` and
 ``--device cuda`` with ``--sample-on cpu`` (with ``--prefetch K``),
 ``cuda`` and ``uva``: test accuracy and mean epoch seconds side by side
-(target: accuracy within 1 point of the CPU run).  Each run trains the
+(target: accuracy within 1 point of the CPU run); then PyG's
+``NeighborLoader`` (pyg-lib, else torch-sparse, sampling in the training
+process) feeding ``SAGEConv`` layers on the GPU with the same settings
+(``bench_e2e.py``'s recipe; skipped with the reason where PyG has no
+sampler: pyg-lib travels to a device as a wheel built for its torch).  Each run trains the
 main job's number of epochs (``--placement-epochs``), so that the
 accuracies compared are those of trained models: after two epochs they
 still differ by several points between runs that differ only in the
@@ -66,6 +71,8 @@ def parse_args(argv=None):
     p.add_argument("--switch-interval", type=float, default=0.0005,
                    help="seconds: the pipeline section's third row runs --prefetch K with "
                         "sys.setswitchinterval at this (0: no such row)")
+    p.add_argument("--no-pyg", dest="pyg", action="store_false",
+                   help="placements: no row of PyG's NeighborLoader feeding a GPU model")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--threads", type=int, default=None, help="CPU sampling threads")
     p.add_argument("--out", default=None, help="append the markdown table to this file")
@@ -159,6 +166,7 @@ def placements(args, lines, log):
     from sampling.train.options import DEFAULT_EPOCHS
     total = args.placement_epochs or DEFAULT_EPOCHS["sampled"]
     lines[-2:-2] = [f"Each run trains {total} epochs (the first untimed) with seed 0.", ""]
+    skipped = None
     for name in [d for d in args.datasets.split(",") if d]:
         ds = load(name)
         for label, kw in runs:
@@ -166,7 +174,38 @@ def placements(args, lines, log):
             lines.append(f"| {name} | {label} | {acc:.4f} | "
                          f"{mean(stats, lambda s: s.wall):.3f} |")
             log(lines[-1])
+        if args.pyg:
+            result, skipped = pyg_on_gpu(name, max(total - 1, 1))
+            if result is not None:
+                lines.append(f"| {name} | PyG NeighborLoader ({result['sampler']}, in the "
+                             f"training process) + SAGEConv on cuda | {result['acc']:.4f} | "
+                             f"{result['s_epoch']:.3f} |")
+                log(lines[-1])
+    if skipped:
+        lines += ["", f"PyG's row was skipped: {skipped}"]
     lines.append("")
+
+
+def pyg_on_gpu(name, epochs):
+    """PyG's ``NeighborLoader`` feeding ``SAGEConv`` layers on the GPU with the main job's
+    settings (``bench_e2e``'s recipe): its summary, or None and why it was skipped.
+
+    The epoch's wall time is the median over ``epochs`` timed epochs after a warm-up one;
+    the minibatch's copy to the GPU counts as loading, as our loader's does."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import types
+    import bench_e2e
+    tg, why = bench_e2e.pyg_or_none()
+    if tg is None:
+        return None, why
+    import torch_geometric.typing as tgt
+    ds, x, y = bench_e2e.prepare(name)
+    data = bench_e2e.pyg_data(ds, x, y)
+    cfg = dict(bench_e2e.CONFIGS["planetoid"])      # the main job's defaults
+    run = types.SimpleNamespace(seed=0, epochs=epochs)
+    result = bench_e2e.run_pyg(ds, data, cfg, run, 0, lambda *a: None, device="cuda")
+    result["sampler"] = "pyg-lib" if tgt.WITH_PYG_LIB else "torch-sparse"
+    return result, None
 
 
 def main(argv=None):

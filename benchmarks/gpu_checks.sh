@@ -12,7 +12,9 @@
 #    device-memory cap, the training modes (BNS-GCN, P3, R-GCN) on the GPU;
 # 4. GPU minibatches against the CPU's (slowest: the CPU references compile).
 # Python packages missing on the device travel as wheels (see the device
-# notes of the workplace); PYTHONPATH may point at them.
+# notes of the workplace); PYTHONPATH may point at them.  Wheels under .whl/
+# (carried with the call; pyg-lib built for the device's torch, for PyG's
+# row of the placements: benchmarks/README.md) are installed first.
 #
 # A step stopped by its time limit can leave pytest-xdist workers running;
 # each step ends by stopping them, since a benchmark run beside them is
@@ -25,6 +27,11 @@ OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
 t0=$(date +%s)
 step() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  python3 -c "import torch, pyg_lib; print('pyg-lib', pyg_lib.__version__)" 2>&1 | tail -1
+fi
 settle() { pkill -f "python3 -m pytest" 2>/dev/null; sleep 1; }
 SLOW="test_sampler_on_each_backend or test_device_cache or test_staging"
 # The main job's placements train in the pipeline step below: not here too.
