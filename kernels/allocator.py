@@ -14,12 +14,13 @@ process to serve the next call, as a caching allocator keeps them.
 That alone would hold on the main thread only.  glibc gives each new
 thread an arena of its own, whose heaps are at most 64 MiB, and serves a
 larger request there by a fresh mapping whatever ``mallopt`` says: a
-prefetching loader's thread gathered a bulk's features (about 150 MB) into
-new pages on every bulk, 3-4x slower than into reused ones.  So the policy
-also keeps every thread started afterwards on the one heap (one arena).
-The threads that contend for its lock are the kernels' workers, which
-allocate per chunk of rows, not per entry, and Python threads, which
-allocate under the interpreter's lock anyway.
+prefetching loader's thread would gather each bulk's features (about 150
+MB at R-MAT scale 18) into new pages, 3-4x slower than into reused ones.
+So the policy also keeps every thread started afterwards on the one heap
+(one arena).  The threads that contend for its lock are the kernels'
+workers, which allocate per chunk of rows, not per entry, and Python
+threads, which allocate under the interpreter's lock anyway.
+
 ``import kernels`` applies it unless the environment says
 ``SPLA_MALLOC=system``.  The cost is resident memory:
 after a peak, up to ``TRIM_THRESHOLD`` of freed memory stays mapped to the
