@@ -167,7 +167,7 @@ def _sum(segoff, rk, vv, zero, skey, n, out_val, out_ptr):
         lo = segoff[t]
         hi = segoff[t + 1]
         sort_pairs(rk, vv, lo, hi)
-        acc = zero[0]
+        acc = zero
         for q in range(lo, hi):
             acc += vv[q]
         out_val[t] = acc
@@ -225,6 +225,7 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
            cursor, rk, vv, long_row)
     out_val = xp.empty(D, a_val.dtype)
     out_ptr = xp.empty(G + 1, np.int64)
-    zero = xp.asarray(-np.zeros(1, a_val.dtype))
+    # -0 in A's dtype, passed by value: no upload.
+    zero = a_val.dtype.type(-0.0)
     launch(_sum, max(D, G + 1), segoff, rk, vv, zero, skey, n, out_val, out_ptr)
     return out_ptr, out_idx, out_val

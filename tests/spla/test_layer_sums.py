@@ -81,12 +81,19 @@ def cp():
 @sim
 @settings(max_examples=10, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 9), st.integers(1, 9), st.integers(1, 3))
-def test_sim_reduce_row_groups_equals_the_cpu(cp, seed, n, m, groups):
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 9), st.integers(1, 9), st.integers(1, 3),
+       st.sampled_from([np.float32, np.float64]))
+def test_sim_reduce_row_groups_equals_the_cpu(cp, seed, n, m, groups, dtype):
     """The GPU's sums are the CPU's bit for bit, in at most 13 device
-    operations and 2 reads whatever the size (trusted rows, host pointer)."""
+    operations and 2 reads whatever the size (trusted rows, host pointer);
+    with both signs and stored signed zeros, whose sums' signs depend on
+    the order and on the -0 each sum starts from."""
     import fake_cupy
-    A, rows, ptr = _case(seed, n, m, groups)
+    A, rows, ptr = _case(seed, n, m, groups, dtype)
+    signs = np.random.default_rng(seed).choice(np.array([-1.0, 1.0, -0.0, 0.0], dtype),
+                                               A.nnz, p=[0.4, 0.4, 0.1, 0.1])
+    vals = np.where(signs == 0, signs, np.asarray(A.values) * signs).astype(dtype)
+    A = spla.Matrix.from_csr(np.asarray(A.indptr), np.asarray(A.indices), vals, A.shape)
     want = reduce_row_groups(A, rows, ptr)
     G = A.to("cuda")
     fake_cupy.reset()
