@@ -26,10 +26,10 @@ speed-up of prefetch over the synchronous job (target >= 3x); then
 row): the training loop's Python and the producer's each wait for the
 other to give up the interpreter lock, up to the interval (5 ms by
 default) per wait, so the row says how much of the overlap that costs.
-*loop* is
-the training loop's elapsed time (``EpochStats.train_wall``): the epoch
-less its validation pass, which none of the phases counts (dividing the
-whole epoch by them charged the validation to the pipeline).
+*loop* is the training loop's elapsed time (``EpochStats.train_wall``):
+the epoch less its validation pass, which none of the phases counts
+(dividing the whole epoch by them charged the validation to the
+pipeline).
 
 **(b) placements**: on each of ``--datasets``, ``--device cpu`` and
 ``--device cuda`` with ``--sample-on cpu`` (with ``--prefetch K``),
@@ -38,11 +38,11 @@ whole epoch by them charged the validation to the pipeline).
 ``NeighborLoader`` (pyg-lib, else torch-sparse, sampling in the training
 process) feeding ``SAGEConv`` layers on the GPU with the same settings
 (``bench_e2e.py``'s recipe; skipped with the reason where PyG has no
-sampler: pyg-lib travels to a device as a wheel built for its torch).  Each run trains the
-main job's number of epochs (``--placement-epochs``), so that the
-accuracies compared are those of trained models: after two epochs they
-still differ by several points between runs that differ only in the
-device's arithmetic and dropout masks.
+sampler: pyg-lib travels to a device as a wheel built for its torch).
+Each run trains the main job's number of epochs (``--placement-epochs``),
+so that the accuracies compared are those of trained models: after two
+epochs they still differ by several points between runs that differ only
+in the device's arithmetic and dropout masks.
 
 Prints a markdown table; ``--out FILE`` appends it to FILE.
 """
@@ -148,9 +148,8 @@ def pipeline(args, lines, log):
               f"{loops[0] / loops[args.prefetch]:.2f}x in the training loop (target >= 3x; "
               "loop/max target <= 1.15)", ""]
     if len(runs) > 2:
-        label = runs[2][0]
-        label = f"{label}, switch interval {args.switch_interval * 1e3:g} ms"
-        lines[-1:-1] = [f"The lower switch interval: {loops[args.prefetch] / loops[label]:.2f}x "
+        lowered = loops[label]      # the last run's
+        lines[-1:-1] = [f"The lower switch interval: {loops[args.prefetch] / lowered:.2f}x "
                         f"the loop with the default ({default_interval * 1e3:g} ms).", ""]
 
 
