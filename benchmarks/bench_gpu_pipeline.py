@@ -141,8 +141,9 @@ def pipeline(args, lines, log):
         r2 = loop / max(ph["sample"] + ph["fetch"] + copy, ph["fwd/bwd"])
         label = k if interval is None else f"{k}, switch interval {interval * 1e3:g} ms"
         loops[label] = loop
-        lines.append(f"| {label} | {wall:.3f} | {loop:.3f} | {ph['sample']:.3f} | {ph['fetch']:.3f} | "
-                     f"{copy:.3f} | {ph['fwd/bwd']:.3f} | {r1:.2f} | {r2:.2f} |")
+        lines.append(f"| {label} | {wall:.3f} | {loop:.3f} | {ph['sample']:.3f} | "
+                     f"{ph['fetch']:.3f} | {copy:.3f} | {ph['fwd/bwd']:.3f} | {r1:.2f} | "
+                     f"{r2:.2f} |")
         log(lines[-1])
     lines += ["", f"Speed-up of --prefetch {args.prefetch} over synchronous copies: "
               f"{loops[0] / loops[args.prefetch]:.2f}x in the training loop (target >= 3x; "
