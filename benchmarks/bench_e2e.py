@@ -172,9 +172,10 @@ def pyg_or_none():
 # Data
 
 
-def prepare(name):
-    """The dataset, dense row-normalised features and labels as torch tensors."""
-    ds = load(name)
+def prepare(name, ds=None):
+    """The dataset (``ds`` if loaded already), dense row-normalised features and labels
+    as torch tensors."""
+    ds = load(name) if ds is None else ds
     # Row-normalised features, as sampling/train/trainer.py (PyG's NormalizeFeatures).
     x = spla.normalize_rows(ds.x.astype(np.float32)).to_scipy().toarray()
     x = torch.from_numpy(np.ascontiguousarray(x, np.float32))

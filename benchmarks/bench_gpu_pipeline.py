@@ -175,7 +175,7 @@ def placements(args, lines, log):
                          f"{mean(stats, lambda s: s.wall):.3f} |")
             log(lines[-1])
         if args.pyg:
-            result, skipped = pyg_on_gpu(name, max(total - 1, 1))
+            result, skipped = pyg_on_gpu(name, ds, max(total - 1, 1))
             if result is not None:
                 lines.append(f"| {name} | PyG NeighborLoader ({result['sampler']}, in the "
                              f"training process) + SAGEConv on cuda | {result['acc']:.4f} | "
@@ -186,7 +186,7 @@ def placements(args, lines, log):
     lines.append("")
 
 
-def pyg_on_gpu(name, epochs):
+def pyg_on_gpu(name, ds, epochs):
     """PyG's ``NeighborLoader`` feeding ``SAGEConv`` layers on the GPU with the main job's
     settings (``bench_e2e``'s recipe): its summary, or None and why it was skipped.
 
@@ -199,7 +199,7 @@ def pyg_on_gpu(name, epochs):
     if tg is None:
         return None, why
     import torch_geometric.typing as tgt
-    ds, x, y = bench_e2e.prepare(name)
+    ds, x, y = bench_e2e.prepare(name, ds)
     data = bench_e2e.pyg_data(ds, x, y)
     cfg = dict(bench_e2e.CONFIGS["planetoid"])      # the main job's defaults
     run = types.SimpleNamespace(seed=0, epochs=epochs)

@@ -121,7 +121,7 @@ def test_large_layers_equal_the_composition(n, groups, per_group, draws):
                                       dense_p)
         _same(importance_layer(A, S, dst, ptr, 300, **probs),
               composed_layer(A, S, dst, ptr, 300, probs.get("W"), probs.get("w_rows"),
-                              probs.get("p")))
+                             probs.get("p")))
 
 
 def test_errors():
@@ -202,8 +202,8 @@ def test_samplers_draw_the_composition_s_minibatches(monkeypatch, sampler, norma
 
     def composed(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True):
         return composed_layer(A, S, spla.backend.xp_of(A.device).asarray(dst),
-                               np.asarray(dst_ptr), s, W,
-                               None if w_rows is None else np.asarray(w_rows), p)
+                              np.asarray(dst_ptr), s, W,
+                              None if w_rows is None else np.asarray(w_rows), p)
 
     monkeypatch.setattr(layerwise, "importance_layer", composed)
     assert_same_blocks(fused, cls(A, [40, 30], normalize=normalize).sample(batches, seed=9))
