@@ -54,6 +54,7 @@ def operators():
             spla.mxm(A, A, sr).new()
             spla.mxm(Q, A, sr).new()
         spla.extract(A, rows=[3, 1, 3], cols=[0, 2, 7])
+        spla.take_rows(A, np.array([3, 1, 3]))
         spla.compact_columns(A)
         spla.reduce_rowwise(A)
         spla.ewise_add(A, A.T)

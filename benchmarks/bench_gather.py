@@ -2,7 +2,7 @@
 """Feature-row gathers on the CPU: spla.take_rows against numpy's and torch's.
 
     python benchmarks/bench_gather.py [--nodes 262144] [--width 64] [--rows 10000,80000,500000]
-                                      [--pubmed ../shared/data/pubmed.npz]
+                                      [--pubmed ../shared/data/pubmed.npz] [--sparse rmat:18,cora]
                                       [--out benchmarks/results/gather_cpu.md]
 
 A loader gathers, per bulk, the feature rows of every minibatch's input
@@ -13,7 +13,12 @@ loader ran for torch features), ``torch.index_select(out=)`` and
 ``spla.take_rows(out=)``, on numba's default threads and torch's.  With
 ``--pubmed``, also PubMed's own features at the input vertices of a bulk of
 9 GraphSAGE [10, 10] minibatches of 1,024 seeds (the real graph's ids, not
-random ones).
+random ones).  With ``--sparse DATASETS``, also each dataset's sparse
+(bag-of-words) features, row-normalised as the docs' loaders use them, at
+the input vertices of a bulk of 16 such minibatches of its training
+vertices, written dense: scipy's ``X[ids].toarray()`` (what the loader ran)
+against ``spla.take_rows`` of the ``spla.Matrix``, each into a new array
+and into a preallocated one (a staging buffer).
 """
 
 import argparse
@@ -51,6 +56,40 @@ def pubmed_case(path):
     return f"PubMed, {ids.size:,} input vertices", X, ids
 
 
+def sparse_case(name):
+    """(label, the float32 spla.Matrix of features, the input vertices of a bulk of 16)."""
+    import spla
+    from sampling import GraphSAGE
+    from sampling.datasets import load
+    ds = load(name)
+    X = spla.normalize_rows(ds.x.astype(np.float32))
+    rng = np.random.default_rng(0)
+    mbs = GraphSAGE(ds.A, [10, 10]).sample(
+        [rng.choice(ds.train_idx, min(1024, ds.train_idx.size), replace=False)
+         for _ in range(16)], seed=0)
+    ids = np.concatenate([mb.input_nodes for mb in mbs]).astype(np.int64)
+    return f"{name}, {ids.size:,} input vertices, {X.shape[1]} columns", X, ids
+
+
+def sparse_rows(label, X, ids):
+    """The sparse case's table row: scipy against spla.take_rows, new and into ``out``."""
+    import spla
+    S = X.to_scipy()
+    out = np.empty((ids.size, X.shape[1]), np.float32)
+
+    def scipy_into():
+        out[...] = S[ids].toarray()
+
+    t = {"scipy new": best_ms(lambda: S[ids].toarray()),
+         "scipy into": best_ms(scipy_into),
+         "ours new": best_ms(lambda: spla.take_rows(X, ids, check=False)),
+         "ours into": best_ms(lambda: spla.take_rows(X, ids, out=out, check=False))}
+    assert np.array_equal(out, S[ids].toarray())
+    return (f"| {label} | {t['scipy new']:.1f} | {t['ours new']:.1f} | "
+            f"{t['scipy new'] / t['ours new']:.1f}x | {t['scipy into']:.1f} | "
+            f"{t['ours into']:.1f} | {t['scipy into'] / t['ours into']:.1f}x |")
+
+
 def main(argv=None):
     import numba
     import torch
@@ -62,6 +101,9 @@ def main(argv=None):
     p.add_argument("--width", type=int, default=64)
     p.add_argument("--rows", default="10000,80000,500000")
     p.add_argument("--pubmed", default=None, help="PubMed's .npz (adds its real-structure row)")
+    p.add_argument("--sparse", default=None, metavar="DATASET",
+                   help="datasets with sparse features, comma separated (e.g. rmat:18,cora): "
+                        "adds their dense gather")
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     load0, t0 = os.getloadavg(), time.perf_counter()
@@ -97,6 +139,16 @@ def main(argv=None):
            "features, the sampled ids); ms per gather (best of 7)",
            "", "| rows | numpy take | torch X[idx] | torch index_select | spla.take_rows | "
            "numpy / ours | index_select / ours |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    if a.sparse:
+        srows = []
+        for name in a.sparse.split(","):
+            srows.append(sparse_rows(*sparse_case(name)))
+            print(srows[-1], flush=True)
+        rows += ["", "Sparse features written dense, ms per gather (best of 7): into a new "
+                 "array, and into a preallocated one", "",
+                 "| features | scipy toarray | spla.take_rows | scipy / ours | scipy into out "
+                 "| take_rows into out | scipy / ours |", "|---|---:|---:|---:|---:|---:|---:|",
+                 *srows]
     emit_results(md + rows, a.out)
 
 

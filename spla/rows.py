@@ -1,7 +1,10 @@
-"""Row gathers of a dense matrix through an optional hot-row cache: ``take_rows``.
+"""Row gathers through an optional hot-row cache: ``take_rows``.
 
 ``take_rows(cold, ids)`` is ``cold[ids]``; with ``hot`` and ``slot`` the rows
 of cached vertices (``slot[v] >= 0``) are read from ``hot[slot[v]]`` instead.
+A sparse ``cold`` (``spla.Matrix``) gives its rows dense, as
+``cold.to_dense()[ids]`` without the dense matrix (a bag-of-words feature
+matrix feeding a model).
 On a GPU ``cold`` is typically in mapped host memory
 (``spla.backend.to_mapped_host``) and ``hot`` in device memory, so that a
 feature matrix larger than the GPU is gathered by one kernel that reads
@@ -14,6 +17,7 @@ from spla import backend
 from spla.checks import describe, fail
 from spla.exceptions import (DeviceMismatch, DimensionMismatch, DTypeError, IndexOutOfRange,
                              InvalidValue)
+from spla.matrix import Matrix
 
 _FUNC = "take_rows"
 
@@ -81,9 +85,12 @@ def take_rows(cold, ids, *, hot=None, slot=None, out=None, hits=None, check=True
 
     Parameters
     ----------
-    cold : numpy or cupy array (n, f)
+    cold : numpy or cupy array (n, f), or spla.Matrix
         All rows; on a GPU it may live in mapped host memory
-        (``spla.backend.to_mapped_host``).
+        (``spla.backend.to_mapped_host``, ``Matrix.to(memory="host")``).
+        A ``spla.Matrix`` gives its rows dense, equal to
+        ``cold.to_dense()[ids]`` (float64 ones for a structural matrix),
+        without a cache (``hot``, ``slot`` and ``hits`` must be None).
     ids : numpy or cupy integer array (k,)
         The rows to gather, each in ``[0, n)``.
     hot : array (h, f) of ``cold``'s dtype, optional
@@ -91,7 +98,8 @@ def take_rows(cold, ids, *, hot=None, slot=None, out=None, hits=None, check=True
     slot : integer array (n,), optional
         The row of ``hot`` holding each vertex's row, or -1; values < h.
     out : array (k, f), optional
-        Written with the rows (C-contiguous, ``cold``'s dtype and device).
+        Written with the rows (C-contiguous, ``cold``'s dtype and device;
+        for a ``spla.Matrix``, the dtype of its ``to_dense()``).
     hits : int64 array (1,), optional
         A counter on ``cold``'s device, increased by the rows read from ``hot``.
     check : bool
@@ -118,7 +126,12 @@ def take_rows(cold, ids, *, hot=None, slot=None, out=None, hits=None, check=True
     >>> hot, slot = cold[[3]] + 100, np.array([-1, -1, -1, 0])
     >>> spla.take_rows(cold, np.array([3, 0]), hot=hot, slot=slot).tolist()
     [[106.0, 107.0], [0.0, 1.0]]
+    >>> X = spla.Matrix.from_coo([0, 2], [1, 0], np.array([5.0, 6.0], np.float32), shape=(3, 2))
+    >>> spla.take_rows(X, np.array([2, 1, 0])).tolist()
+    [[6.0, 0.0], [0.0, 0.0], [0.0, 5.0]]
     """
+    if isinstance(cold, Matrix):
+        return _sparse_rows(cold, ids, hot, slot, out, hits, check)
     device, cold = _array("cold", cold, 2, "iuf")
     dev, ids = _array("ids", ids, 1, "iu")
     if dev != device:
@@ -140,6 +153,33 @@ def take_rows(cold, ids, *, hot=None, slot=None, out=None, hits=None, check=True
         if slot is not None:
             _in_range("slot", slot, -1, int(hot.shape[0]))
     return _gather(device, cold, ids, hot, slot, out, hits, shape)
+
+
+def _sparse_rows(cold, ids, hot, slot, out, hits, check):
+    """``take_rows`` of a ``spla.Matrix``: its rows ``ids``, dense."""
+    for arg, a in (("hot", hot), ("slot", slot), ("hits", hits)):
+        if a is not None:
+            fail(InvalidValue, _FUNC, arg, "None for a spla.Matrix 'cold' (the hot-row cache "
+                 "holds dense rows)", describe(a))
+    device = cold.device
+    dev, ids = _array("ids", ids, 1, "iu")
+    if dev != device:
+        fail(DeviceMismatch, _FUNC, "ids", f"an array on {device!r} like 'cold'",
+             f"one on {dev!r}")
+    n, f = cold.shape
+    dtype = np.dtype(np.float64) if cold.is_structural else cold.dtype
+    shape = (int(ids.shape[0]), int(f))
+    if out is not None:
+        _check_out(device, out, shape, dtype)
+    if check:
+        _in_range("ids", ids, 0, n)
+    xp = backend.xp_of(device)
+    if out is None:
+        out = xp.empty(shape, dtype)
+    ids = _contiguous(xp, ids, np.int64)
+    backend.kernels_for(device).gather.take_sparse_rows(ids, cold.indptr, cold.indices,
+                                                        cold.values, out)
+    return out
 
 
 def _contiguous(xp, a, dtype):

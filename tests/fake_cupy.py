@@ -19,7 +19,7 @@ library's own counters (``kernels.opcount``):
 * ``launches``: kernels: every ufunc and reduction on its arrays, every
   array-module call that computes (``cumsum``, ``sort``, ``zeros``,
   ``full``, ...; not ``empty`` or an upload), gathers and scatters by an
-  index array, ``astype``/``copy``, and every numba.cuda kernel launched
+  index array, ``astype``/``copy``/``fill``, and every numba.cuda kernel launched
   (``count_kernels`` patches the simulator's launch).
 
 Element reads return 0-d arrays (as on cupy), so reading one element into
@@ -126,6 +126,10 @@ class ndarray(np.ndarray):
     def copy(self, order="C"):
         STATS["launches"] += 1
         return _wrap(self.view(np.ndarray).copy(order))
+
+    def fill(self, value):
+        STATS["launches"] += 1
+        self.view(np.ndarray).fill(value)
 
     def argsort(self, *args, **kw):
         STATS["launches"] += 1

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+import spla
 from spla import backend
 from spla.checks import describe, fail
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue, MissingDependency
@@ -73,9 +74,10 @@ class Inputs:
             # the CPU (80,000 rows of 64 float32, 2 threads).
             X = torch.index_select(F, 0, torch_index(torch, ids, F.device)).to(
                 self.device, torch.float32)
-        elif kind == "scipy":
-            rows = F[backend.to_host(ids)].toarray()
-            X = torch.from_numpy(np.ascontiguousarray(rows, np.float32)).to(self.device)
+        elif kind == "sparse":
+            # Dense rows straight from the float32 CSR, on every CPU thread.
+            X = torch.from_numpy(spla.take_rows(F, backend.to_host(ids), check=False)).to(
+                self.device)
         else:  # numpy
             X = torch.from_numpy(self._host_rows(F, ids)).to(self.device)
         return list(X.split([int(a.size) for a in parts]))
@@ -90,8 +92,9 @@ class Inputs:
         """Write the feature rows of ``parts`` (concatenated) into ``out``.
 
         ``out`` is a C-contiguous float32 numpy array of ``(rows, width)``,
-        such as a pinned staging buffer: a replicated ``FeatureStore`` or a
-        float32 numpy matrix is gathered into it by one parallel kernel
+        such as a pinned staging buffer: a replicated ``FeatureStore``, a
+        float32 numpy matrix or sparse features (held as a float32
+        ``spla.Matrix``) are gathered into it by one parallel kernel
         (``spla.take_rows``), any other host container through its own
         gather and a copy.  Host features only (``staging_for``'s kinds).
 
@@ -116,8 +119,8 @@ class Inputs:
                 torch.index_select(F, 0, idx, out=torch.from_numpy(out))
                 return out
             out[...] = torch.index_select(F, 0, idx).to(torch.float32).numpy()
-        elif kind == "scipy":
-            out[...] = F[ids].toarray()
+        elif kind == "sparse":
+            spla.take_rows(F, ids, out=out, check=False)
         else:
             out[...] = F[ids]
         return out
@@ -125,7 +128,6 @@ class Inputs:
     @staticmethod
     def _host_rows(F, ids, out=None):
         """Rows ``ids`` of the numpy matrix ``F`` as C-contiguous float32 (into ``out``)."""
-        import spla
         ids = np.asarray(backend.to_host(ids))
         if F.dtype == np.float32 and F.flags.c_contiguous:
             # On every CPU thread; the sampler's ids are vertices of the graph.
@@ -171,7 +173,7 @@ def as_features(func, features, n):
         return features, "devcache"
     if isinstance(features, Matrix):
         _check_rows(func, features.shape, n, describe(features))
-        return features.to("cpu").to_scipy(copy=False), "scipy"
+        return _float32_csr(features), "sparse"
     torch = _torch_module_of(features)
     if torch is not None:
         _check_rows(func, tuple(features.shape), n, f"tensor of shape {tuple(features.shape)}"
@@ -187,13 +189,23 @@ def as_features(func, features, n):
     import scipy.sparse as sp
     if sp.issparse(features):
         _check_rows(func, features.shape, n, describe(features))
-        return sp.csr_matrix(features), "scipy"
+        if features.dtype.kind not in "biuf":
+            fail(DTypeError, func, "features", "a real-valued sparse matrix",
+                 describe(features))
+        return _float32_csr(Matrix.from_scipy(features)), "sparse"
     if not isinstance(features, np.ndarray):
         fail(DTypeError, func, "features", "a numpy, cupy or torch array, a scipy.sparse "
              "matrix, a spla.Matrix or a sampling.FeatureStore", describe(features))
     _check_rows(func, features.shape, n, describe(features))
     _check_dtype(func, features)
     return features, "numpy"
+
+
+def _float32_csr(M):
+    """``M`` on the host with float32 values (a structural matrix: ones), the
+    form the loader gathers dense rows from (``spla.take_rows``)."""
+    M = M.to("cpu")
+    return M if M.dtype == np.float32 else M.astype(np.float32)
 
 
 def _check_rows(func, shape, n, got):

@@ -63,8 +63,10 @@ class NodeLoader:
         of all of them (refused with ``drop_last=True``).
     features : optional
         Node features, ``n x f``: a numpy, cupy or torch array, a
-        ``scipy.sparse`` matrix or a ``spla.Matrix`` (rows densified per
-        fetch), or a ``sampling.FeatureStore`` (replicated or partitioned).
+        ``scipy.sparse`` matrix or a ``spla.Matrix`` (kept sparse, with
+        float32 values, on the host; a bulk's rows are written dense by
+        ``spla.take_rows``), or a ``sampling.FeatureStore`` (replicated or
+        partitioned).
         Each minibatch then has ``mb.x``: the rows of ``mb.input_nodes`` as
         a float32 torch tensor on ``device``.  They are gathered once per
         bulk (one collective ``FeatureStore.fetch`` per bulk on every rank
@@ -382,8 +384,7 @@ class NodeLoader:
         return self._num_batches // self._p
 
     def __repr__(self):
-        # "scipy" is how sparse features (scipy or spla) are held internally.
-        kind = {"scipy": "sparse", None: "none"}.get(self._inputs.kind, self._inputs.kind)
+        kind = self._inputs.kind or "none"
         return (f"<NodeLoader {type(self.sampler).__name__}, {self._seeds.size} seeds, "
                 f"batch_size {self.batch_size}, {len(self)} minibatches per epoch"
                 + (f" on each of {self._p} ranks" if self._p > 1 else "")

@@ -351,7 +351,7 @@ def staging_for(func, inputs, n, features, labels, prefetch, staging):
     from sampling.loading.inputs import Inputs
     # Only features gathered on the host are staged (a device tensor or a
     # device feature cache gathers on the GPU already).
-    host_features = inputs.kind in ("numpy", "scipy", "store") or (
+    host_features = inputs.kind in ("numpy", "sparse", "store") or (
         inputs.kind == "torch" and inputs.features.device.type == "cpu")
     if not host_features or (staging == "auto" and inputs.device.type != "cuda"):
         return None

@@ -553,6 +553,7 @@ N_CORA = 2708
     (dict(features=np.zeros((10, 3))), DimensionMismatch, "features"),
     (dict(features=np.zeros(N_CORA)), DimensionMismatch, "features"),
     (dict(features=np.zeros((N_CORA, 2), complex)), DTypeError, "features"),
+    (dict(features=sp.csr_matrix(np.zeros((N_CORA, 2), complex))), DTypeError, "features"),
     (dict(features=[[0.0]] * N_CORA), DTypeError, "features"),
     (dict(features=FeatureStore(np.zeros((10, 2)))), DimensionMismatch, "features"),
     (dict(labels=np.zeros(N_CORA)), DTypeError, "labels"),

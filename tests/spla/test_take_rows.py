@@ -115,3 +115,53 @@ def test_device_mismatch_is_refused_under_a_cupy_stand_in():
             sys.modules.pop("cupy", None)
         else:
             sys.modules["cupy"] = saved
+
+
+# --------------------------------------------------------------------------
+# A sparse ``cold``: its rows, dense.
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 20), f=st.integers(0, 7),
+       k=st.integers(0, 25), dtype=st.sampled_from([np.float32, np.float64, np.int32, None]))
+def test_take_rows_of_a_matrix_equals_its_dense_rows(seed, n, f, k, dtype):
+    rs = np.random.RandomState(seed)
+    D = np.where(rs.rand(n, f) < 0.4, rs.randint(-3, 4, (n, f)), 0)
+    r, c = np.nonzero(D)
+    vals = None if dtype is None else D[r, c].astype(dtype)
+    X = spla.Matrix.from_coo(r, c, vals, shape=(n, f))
+    ids = rs.randint(0, n, size=k)
+    got = spla.take_rows(X, ids)
+    want = X.to_dense()[ids]
+    assert got.dtype == want.dtype and got.shape == (k, f)
+    np.testing.assert_array_equal(got, want)
+    out = np.empty((k, f), want.dtype)
+    assert spla.take_rows(X, ids.astype(np.int32), out=out, check=False) is out
+    np.testing.assert_array_equal(out, want)
+
+
+def test_take_rows_of_a_matrix_keeps_signed_zeros():
+    X = spla.Matrix.from_coo([0, 1], [1, 0], np.array([-0.0, 2.0]), shape=(2, 2))
+    got = spla.take_rows(X, np.array([0, 0, 1]))
+    assert np.signbit(got[:, 1]).tolist() == [True, True, False]
+    assert not np.signbit(got[:, 0]).any()
+
+
+def sparse_errors():
+    X = spla.Matrix.from_coo([0, 2], [1, 0], np.array([5.0, 6.0], np.float32), shape=(3, 2))
+    ids = np.array([0, 2])
+    yield (IndexOutOfRange, "ids", dict(cold=X, ids=np.array([3])), "[0, 3)")
+    yield (DTypeError, "ids", dict(cold=X, ids=ids.astype(float)), "integer")
+    yield (DimensionMismatch, "out", dict(cold=X, ids=ids, out=np.zeros((2, 2))),
+           "dtype float32")
+    yield (DimensionMismatch, "out", dict(cold=spla.Matrix.from_coo([0], [0], shape=(3, 2)),
+                                          ids=ids, out=np.zeros((2, 2), np.float32)),
+           "dtype float64")
+    yield (InvalidValue, "hot", dict(cold=X, ids=ids, hot=np.zeros((1, 2), np.float32)),
+           "None for a spla.Matrix")
+    yield (InvalidValue, "hits", dict(cold=X, ids=ids, hits=np.zeros(1, np.int64)),
+           "None for a spla.Matrix")
+
+
+@pytest.mark.parametrize("cls,arg,kwargs,expected", list(sparse_errors()))
+def test_take_rows_of_a_matrix_errors(cls, arg, kwargs, expected):
+    test_take_rows_errors_name_function_argument_expected_received(cls, arg, kwargs, expected)
