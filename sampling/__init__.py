@@ -25,9 +25,23 @@ from sampling.samplers import (ALL_NEIGHBORS, Block, BulkPlanner, DirectedGraphW
 
 from sampling.datasets.hetero import HeteroGraph
 from sampling.samplers.hetero import HeteroGraphSAGE, HeteroMiniBatch
-from sampling.models.embedding import Embedding
 
 _moved.install()
+
+
+def __getattr__(name):
+    # ``Embedding`` is a torch module: it is imported when first asked for,
+    # so that ``import sampling`` (samplers, loaders, datasets; the main
+    # job's ``--help``) does not import torch, which takes longer than
+    # everything else here together.
+    if name == "Embedding":
+        from sampling.models.embedding import Embedding
+        return Embedding
+    raise AttributeError(f"module 'sampling' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"Embedding"})
 
 __all__ = ["DeviceFeatureCache",
            "Sampler", "SamplerConfig", "GraphSAGE", "GraphSAGEConfig", "LADIES",

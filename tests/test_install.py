@@ -92,3 +92,34 @@ def test_core_works_without_optional_packages():
                          capture_output=True, text=True, timeout=280)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "core ok" in res.stdout
+
+
+def test_importing_sampling_does_not_import_torch():
+    """torch takes longer to import than the rest of ``sampling``: samplers,
+    loaders and the main job's ``--help`` do without it, and the one torch
+    class at the top level (``Embedding``) is imported when first used."""
+    code = textwrap.dedent("""
+        import sys
+        import sampling
+        assert "torch" not in sys.modules, "import sampling imported torch"
+        assert "Embedding" in dir(sampling) and "Embedding" in sampling.__all__
+        from sampling import Embedding
+        import torch
+        assert issubclass(Embedding, torch.nn.Module) and sampling.Embedding is Embedding
+        ns = {}
+        exec("from sampling import *", ns)
+        assert ns["Embedding"] is Embedding and ns["NodeLoader"] is sampling.NodeLoader
+        try:
+            sampling.NoSuchName
+        except AttributeError as exc:
+            assert "NoSuchName" in str(exc)
+        else:
+            raise AssertionError("sampling.NoSuchName did not raise")
+        print("lazy ok")
+    """)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "lazy ok" in res.stdout
