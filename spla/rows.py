@@ -35,6 +35,15 @@ def _array(arg, a, ndim, kinds):
     return device, a
 
 
+def _ids_on(device, ids):
+    """``ids`` checked: a 1-D integer array on ``device`` (that of 'cold')."""
+    dev, ids = _array("ids", ids, 1, "iu")
+    if dev != device:
+        fail(DeviceMismatch, _FUNC, "ids", f"an array on {device!r} like 'cold'",
+             f"one on {dev!r}")
+    return ids
+
+
 def _in_range(arg, a, lo, hi):
     """Check ``lo <= a < hi`` (one blocking read for a device array)."""
     if a.size == 0:
@@ -133,10 +142,7 @@ def take_rows(cold, ids, *, hot=None, slot=None, out=None, hits=None, check=True
     if isinstance(cold, Matrix):
         return _sparse_rows(cold, ids, hot, slot, out, hits, check)
     device, cold = _array("cold", cold, 2, "iuf")
-    dev, ids = _array("ids", ids, 1, "iu")
-    if dev != device:
-        fail(DeviceMismatch, _FUNC, "ids", f"an array on {device!r} like 'cold'",
-             f"one on {dev!r}")
+    ids = _ids_on(device, ids)
     _check_cache(device, cold, hot, slot)
     n, f = int(cold.shape[0]), int(cold.shape[1])
     shape = (int(ids.shape[0]), f)
@@ -162,10 +168,7 @@ def _sparse_rows(cold, ids, hot, slot, out, hits, check):
             fail(InvalidValue, _FUNC, arg, "None for a spla.Matrix 'cold' (the hot-row cache "
                  "holds dense rows)", describe(a))
     device = cold.device
-    dev, ids = _array("ids", ids, 1, "iu")
-    if dev != device:
-        fail(DeviceMismatch, _FUNC, "ids", f"an array on {device!r} like 'cold'",
-             f"one on {dev!r}")
+    ids = _ids_on(device, ids)
     n, f = cold.shape
     dtype = np.dtype(np.float64) if cold.is_structural else cold.dtype
     shape = (int(ids.shape[0]), int(f))

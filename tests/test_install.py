@@ -82,16 +82,20 @@ CORE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_core_works_without_optional_packages():
-    code = BLOCKER.format(blocked=OPTIONAL) + CORE
+def run_fresh(code, timeout):
+    """Run ``code`` in a fresh interpreter on this checkout; its stdout."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=280)
+                         capture_output=True, text=True, timeout=timeout)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "core ok" in res.stdout
+    return res.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_core_works_without_optional_packages():
+    assert "core ok" in run_fresh(BLOCKER.format(blocked=OPTIONAL) + CORE, 280)
 
 
 def test_importing_sampling_does_not_import_torch():
@@ -117,9 +121,4 @@ def test_importing_sampling_does_not_import_torch():
             raise AssertionError("sampling.NoSuchName did not raise")
         print("lazy ok")
     """)
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "lazy ok" in res.stdout
+    assert "lazy ok" in run_fresh(code, 120)
