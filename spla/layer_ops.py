@@ -97,7 +97,7 @@ def reduce_row_groups(A, rows, row_ptr, *, check=True):
     That is ``mxm(Q, A)`` for the structural group selection ``Q`` (row g
     holding the group's rows), with the product's values bit for bit on
     every device: each column's terms are added in ascending row order.  On
-    a GPU it runs in a dozen launches and two reads (``kernels.cuda.layer_sums``)
+    a GPU it runs in nine launches and two reads (``kernels.cuda.layer_sums``)
     where the general product takes several dozen.  LADIES' probability rows
     are these sums over each minibatch's destinations of ``Â ∘ Â``.
 

@@ -376,7 +376,8 @@ def argsort_stable(xp, a):
     """Stable argsort as int64 (cupy's argsort is always stable)."""
     if xp is np:
         return np.argsort(a, kind="stable").astype(np.int64, copy=False)
-    return a.argsort().astype(np.int64, copy=False)
+    order = a.argsort()
+    return order if order.dtype == np.int64 else order.astype(np.int64)
 
 
 def stable_order(xp, major, minor, n_major, n_minor):

@@ -1,4 +1,4 @@
-"""Sums of groups of rows on the GPU in a dozen launches and two reads.
+"""Sums of groups of rows on the GPU in nine launches and two reads.
 
 Twin of ``kernels.cpu.layer_sums`` (the CPU SpGEMM of a structural group
 selection Q with A): row g of the output is the sum of A's rows
@@ -9,9 +9,12 @@ bit.  LADIES' probability rows are these sums (one group per minibatch).
 1. The products (every entry of every selected row) are counted and
    scanned; one read sizes them.
 2. Each product claims its ``(group, column)`` key in an open-addressing
-   table and counts itself there; the claimed slots are numbered by a scan
-   (a second read: the output's size), their keys sorted (the output's
-   order), and each product is scattered to its output entry's segment.
+   table and counts itself there.  The thread that claims a slot numbers it
+   from a counter kept after the table and lists its key, so the claimed
+   slots need no pass over the table to be found; the counter is the second
+   read (the output's size).  The listed keys are sorted (the output's
+   order: the numbering depends on the threads' timing, the sorted keys do
+   not), and each product is scattered to its output entry's segment.
 3. A thread per output entry sorts its segment by row id and adds it up in
    that order; the same launch writes the row pointer.
 
@@ -26,6 +29,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.common import hash_slot as _hash_slot
+from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.cuda._util import BLOCK, _xp, argsort_stable, device, full, launch, scan, to_host
@@ -54,16 +58,25 @@ def _degrees(a_ptr, rows, deg):
 
 
 @cuda.jit(device=True)
-def _claim_entries(a_idx, g, n, a, b, step, o, table, bits, slot_of):
+def _claim_entries(a_idx, g, n, a, b, step, o, table, bits, slot_of, number, keys, slots):
     """Entries ``a, a + step, ..`` below ``b`` of a row of group ``g``: each
-    product's ``(group, column)`` slot (claimed if new), counted there."""
+    product's ``(group, column)`` slot, counted there; the thread claiming a
+    slot numbers it from the counter ``table[-1]`` (which starts at -1) and
+    lists its key and slot under that number."""
     mask = (np.int64(1) << bits) - 1
+    last = table.size - 1
     for e in range(a, b, step):
         key = g * n + np.int64(a_idx[e])
         s = hash_slot(key, bits)
         for _ in range(mask + 1):
             k = cuda.atomic.cas(table, 2 * s, EMPTY, key)
-            if k == EMPTY or k == key:
+            if k == EMPTY:
+                u = cuda.atomic.add(table, last, 1) + 1
+                number[s] = u
+                keys[u] = key
+                slots[u] = s
+                break
+            if k == key:
                 break
             s = (s + 1) & mask
         cuda.atomic.add(table, 2 * s + 1, 1)
@@ -71,7 +84,8 @@ def _claim_entries(a_idx, g, n, a, b, step, o, table, bits, slot_of):
 
 
 @cuda.jit(cache=True)
-def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of, long_row):
+def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of, number, keys, slots,
+           long_row):
     """Every product's slot and count: a thread per row of at most
     ``long_row`` entries, a block per longer row (no order to keep: the
     counts are atomic, the slots the table's)."""
@@ -80,38 +94,20 @@ def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of, long_row):
         i = rows[r]
         if a_ptr[i + 1] - a_ptr[i] <= long_row:
             _claim_entries(a_idx, _group_of(gp, r), n, a_ptr[i], a_ptr[i + 1], 1,
-                           poff[r] - a_ptr[i], table, bits, slot_of)
+                           poff[r] - a_ptr[i], table, bits, slot_of, number, keys, slots)
     for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
         i = rows[r]
         if a_ptr[i + 1] - a_ptr[i] > long_row:
             _claim_entries(a_idx, _group_of(gp, r), n, a_ptr[i] + cuda.threadIdx.x,
-                           a_ptr[i + 1], BLOCK, poff[r] - a_ptr[i], table, bits, slot_of)
+                           a_ptr[i + 1], BLOCK, poff[r] - a_ptr[i], table, bits, slot_of,
+                           number, keys, slots)
 
 
 @cuda.jit(cache=True)
-def _occupied(table, occ):
-    """``occ[s + 1]``: 1 for a claimed slot (``occ[0] = 0``)."""
-    start = cuda.grid(1)
-    if start == 0:
-        occ[0] = 0
-    for s in range(start, occ.size - 1, cuda.gridsize(1)):
-        occ[s + 1] = 1 if table[2 * s] != EMPTY else 0
-
-
-@cuda.jit(cache=True)
-def _compact(table, rank, keys, counts):
-    """Claimed slots' keys and product counts, in slot order."""
-    start = cuda.grid(1)
-    for s in range(start, rank.size - 1, cuda.gridsize(1)):
-        if rank[s + 1] != rank[s]:
-            keys[rank[s]] = table[2 * s]
-            counts[rank[s]] = table[2 * s + 1] + 1  # counted from -1
-
-
-@cuda.jit(cache=True)
-def _order(order, keys, counts, n, skey, seg, out_idx, entry_of, cursor):
-    """Output entry t: its key, column, segment size; each slot's entry; its
-    scatter cursor zeroed (a launch fewer than a fill)."""
+def _order(order, keys, slots, table, n, skey, seg, out_idx, entry_of, cursor):
+    """Output entry t (listed slot ``order[t]``): its key, column, segment
+    size; each listed slot's entry; its scatter cursor zeroed (a launch
+    fewer than a fill)."""
     start = cuda.grid(1)
     if start == 0:
         seg[0] = 0
@@ -119,25 +115,25 @@ def _order(order, keys, counts, n, skey, seg, out_idx, entry_of, cursor):
         c = order[t]
         skey[t] = keys[c]
         out_idx[t] = keys[c] % n
-        seg[t + 1] = counts[c]
+        seg[t + 1] = table[2 * slots[c] + 1] + 1  # counted from -1
         entry_of[c] = t
         cursor[t] = 0
 
 
 @cuda.jit(device=True)
-def _scatter_entries(a_val, i, a, b, step, o, slot_of, rank, entry_of, segoff, cursor, rk,
-                     vv):
+def _scatter_entries(a_val, i, a, b, step, o, slot_of, number, entry_of, segoff, cursor,
+                     rk, vv):
     """Entries ``a, a + step, ..`` below ``b`` of row ``i``: each product's
     (row id, value) into its output entry's segment."""
     for e in range(a, b, step):
-        t = entry_of[rank[slot_of[o + e]]]
+        t = entry_of[number[slot_of[o + e]]]
         q = segoff[t] + cuda.atomic.add(cursor, t, 1)
         rk[q] = i
         vv[q] = a_val[e]
 
 
 @cuda.jit(cache=True)
-def _scatter(a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff, cursor, rk, vv,
+def _scatter(a_ptr, a_val, rows, poff, slot_of, number, entry_of, segoff, cursor, rk, vv,
              long_row):
     """Each product into its output entry's segment: a thread per row of at
     most ``long_row`` entries, a block per longer row.  The order within a
@@ -148,12 +144,12 @@ def _scatter(a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff, cursor, 
         i = rows[r]
         if a_ptr[i + 1] - a_ptr[i] <= long_row:
             _scatter_entries(a_val, i, a_ptr[i], a_ptr[i + 1], 1, poff[r] - a_ptr[i],
-                             slot_of, rank, entry_of, segoff, cursor, rk, vv)
+                             slot_of, number, entry_of, segoff, cursor, rk, vv)
     for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
         i = rows[r]
         if a_ptr[i + 1] - a_ptr[i] > long_row:
             _scatter_entries(a_val, i, a_ptr[i] + cuda.threadIdx.x, a_ptr[i + 1], BLOCK,
-                             poff[r] - a_ptr[i], slot_of, rank, entry_of, segoff, cursor,
+                             poff[r] - a_ptr[i], slot_of, number, entry_of, segoff, cursor,
                              rk, vv)
 
 
@@ -179,8 +175,9 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     """(indptr, indices, values) of the group sums; see the module docstring.
 
     ``rows`` an int64 device array (distinct within each group), ``row_ptr``
-    a host int64 array, ``a_val`` A's (float) values.  Indices come back as
-    int64.
+    a host int64 array, ``a_val`` A's (float) values.  Indices come back in
+    ``index_dtype(ncols)``, written so by the kernel (a cast would be a
+    launch more).
     """
     xp = _xp(a_ptr)
     G = row_ptr.size - 1
@@ -192,36 +189,35 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     poff = scan(xp, deg)
     T = int(to_host(poff[R:])[0])
     if T == 0:
-        return (xp.asarray(np.zeros(G + 1, np.int64)), xp.empty(0, np.int64),
+        return (xp.asarray(np.zeros(G + 1, np.int64)), xp.empty(0, index_dtype(int(n))),
                 xp.empty(0, a_val.dtype))
     bits = 1
     while (1 << bits) < 2 * T:
         bits += 1
     S = 1 << bits
-    table = full(xp, 2 * S, -1, np.int64)
+    # Two words a slot (key, count from -1), then the claim counter (from -1).
+    table = full(xp, 2 * S + 1, -1, np.int64)
     slot_of = xp.empty(T, np.int64)
+    # Written only at claimed slots and listed numbers: no fill.
+    number = xp.empty(S, np.int64)
+    keys = xp.empty(T, np.int64)
+    slots = xp.empty(T, np.int64)
     # A block per row at most, so that long rows spread over the grid.
     long_row = np.int64(LONG_ROW)
     launch(_claim, R * BLOCK, a_ptr, a_idx, rows, gp, n, poff, table, np.int64(bits), slot_of,
-           long_row)
-    occ = xp.empty(S + 1, np.int64)
-    launch(_occupied, S, table, occ)
-    rank = scan(xp, occ)
-    D = int(to_host(rank[S:])[0])
-    keys = xp.empty(D, np.int64)
-    counts = xp.empty(D, np.int64)
-    launch(_compact, S, table, rank, keys, counts)
-    order = argsort_stable(xp, keys)
+           number, keys, slots, long_row)
+    D = int(to_host(table[2 * S:])[0]) + 1
+    order = argsort_stable(xp, keys[:D])
     skey = xp.empty(D, np.int64)
     seg = xp.empty(D + 1, np.int64)
-    out_idx = xp.empty(D, np.int64)
+    out_idx = xp.empty(D, index_dtype(int(n)))
     entry_of = xp.empty(D, np.int64)
     cursor = xp.empty(D, np.int64)
-    launch(_order, D, order, keys, counts, n, skey, seg, out_idx, entry_of, cursor)
+    launch(_order, D, order, keys, slots, table, n, skey, seg, out_idx, entry_of, cursor)
     segoff = scan(xp, seg)
     rk = xp.empty(T, np.int64)
     vv = xp.empty(T, a_val.dtype)
-    launch(_scatter, R * BLOCK, a_ptr, a_val, rows, poff, slot_of, rank, entry_of, segoff,
+    launch(_scatter, R * BLOCK, a_ptr, a_val, rows, poff, slot_of, number, entry_of, segoff,
            cursor, rk, vv, long_row)
     out_val = xp.empty(D, a_val.dtype)
     out_ptr = xp.empty(G + 1, np.int64)
