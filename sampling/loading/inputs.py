@@ -49,6 +49,12 @@ class Inputs:
         need_torch = features is not None or labels is not None
         self.torch = require_torch(func) if need_torch else None
         self.device = as_device(func, device, self.torch)
+        if self.kind == "sparse" and self.features.device != backend.CPU:
+            if getattr(self.device, "type", self.device) == "cuda":
+                # Gathered where they are: a fill and a kernel per bulk, no copy.
+                self.kind = "devsparse"
+            else:
+                self.features = self.features.to(backend.CPU)
         if self.kind == "devcache" and getattr(self.device, "type", self.device) != "cuda":
             fail(InvalidValue, func, "device", "a CUDA device ('cuda', 'cuda:0') when "
                  "'features' is a DeviceFeatureCache (its rows are gathered on the GPU)",
@@ -74,6 +80,8 @@ class Inputs:
             # the CPU (80,000 rows of 64 float32, 2 threads).
             X = torch.index_select(F, 0, torch_index(torch, ids, F.device)).to(
                 self.device, torch.float32)
+        elif kind == "devsparse":
+            X = torch.from_dlpack(device_sparse_rows(F, ids)).to(self.device)
         elif kind == "sparse":
             # Dense rows straight from the float32 CSR, on every CPU thread.
             X = torch.from_numpy(spla.take_rows(F, backend.to_host(ids), check=False)).to(
@@ -173,7 +181,9 @@ def as_features(func, features, n):
         return features, "devcache"
     if isinstance(features, Matrix):
         _check_rows(func, features.shape, n, describe(features))
-        return _float32_csr(features), "sparse"
+        # Left on its device: ``Inputs`` moves a GPU matrix to the host
+        # only for a loader on the CPU.
+        return _float32(features), "sparse"
     torch = _torch_module_of(features)
     if torch is not None:
         _check_rows(func, tuple(features.shape), n, f"tensor of shape {tuple(features.shape)}"
@@ -192,7 +202,7 @@ def as_features(func, features, n):
         if features.dtype.kind not in "biuf":
             fail(DTypeError, func, "features", "a real-valued sparse matrix",
                  describe(features))
-        return _float32_csr(Matrix.from_scipy(features)), "sparse"
+        return _float32(Matrix.from_scipy(features)), "sparse"
     if not isinstance(features, np.ndarray):
         fail(DTypeError, func, "features", "a numpy, cupy or torch array, a scipy.sparse "
              "matrix, a spla.Matrix or a sampling.FeatureStore", describe(features))
@@ -201,11 +211,27 @@ def as_features(func, features, n):
     return features, "numpy"
 
 
-def _float32_csr(M):
-    """``M`` on the host with float32 values (a structural matrix: ones), the
-    form the loader gathers dense rows from (``spla.take_rows``)."""
-    M = M.to("cpu")
+def _float32(M):
+    """``M`` with float32 values (a structural matrix: ones), on its device:
+    the form the loader gathers dense rows from (``spla.take_rows``)."""
     return M if M.dtype == np.float32 else M.astype(np.float32)
+
+
+def device_sparse_rows(F, ids):
+    """Dense float32 rows ``ids`` of the GPU matrix ``F`` as a device array.
+
+    ``ids`` (numpy or cupy; a sampler's, so in range) are uploaded when on
+    the host; the rows are written by a fill and one kernel
+    (``spla.take_rows``), with no blocking read.
+
+    Examples
+    --------
+    >>> import numpy as np, spla
+    >>> F = spla.Matrix.from_dense(np.eye(3, dtype=np.float32))
+    >>> device_sparse_rows(F, np.array([2, 0])).tolist()   # a host matrix works too
+    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    return spla.take_rows(F, F.xp.asarray(ids), check=False)
 
 
 def _check_rows(func, shape, n, got):
@@ -253,4 +279,5 @@ def torch_index(torch, ids, device):
     return t.to(device)
 
 
-__all__ = ["Inputs", "as_features", "as_device", "as_labels", "torch_index"]
+__all__ = ["Inputs", "as_features", "as_device", "as_labels", "device_sparse_rows",
+           "torch_index"]

@@ -64,9 +64,10 @@ class NodeLoader:
     features : optional
         Node features, ``n x f``: a numpy, cupy or torch array, a
         ``scipy.sparse`` matrix or a ``spla.Matrix`` (kept sparse, with
-        float32 values, on the host; a bulk's rows are written dense by
-        ``spla.take_rows``), or a ``sampling.FeatureStore`` (replicated or
-        partitioned).
+        float32 values, on the host, or on the GPU for a ``spla.Matrix``
+        there and a CUDA ``device``; a bulk's rows are written dense by
+        ``spla.take_rows`` where they are), or a ``sampling.FeatureStore``
+        (replicated or partitioned).
         Each minibatch then has ``mb.x``: the rows of ``mb.input_nodes`` as
         a float32 torch tensor on ``device``.  They are gathered once per
         bulk (one collective ``FeatureStore.fetch`` per bulk on every rank

@@ -1,5 +1,7 @@
-"""``sampling.DeviceFeatureCache``: its ranking and slot map (plain numpy, CPU), its
-gather under the CUDA simulator with cupy stood in for, and on a real GPU.
+"""Features gathered on the GPU: ``sampling.DeviceFeatureCache`` (its ranking and
+slot map in plain numpy on the CPU, its gather under the CUDA simulator with
+cupy stood in for, and on a real GPU) and a loader's sparse features kept
+on the device.
 
 ``test_sim_*`` run in the CUDA-simulator child of
 ``tests/kernels/test_cuda_kernels.py`` (``SPLA_IN_CUDASIM=1``); elsewhere they skip.
@@ -227,3 +229,64 @@ def test_sim_node_loader_refuses_a_cpu_device_for_the_cache(cp):
     with pytest.raises(DimensionMismatch, match="NodeLoader: argument 'features'"):
         small = sampling.DeviceFeatureCache(X[:30], cache_rows=4, rank=np.arange(30))
         sampling.NodeLoader(sampler, np.arange(8), 4, features=small, device="cpu")
+
+
+# --------------------------------------------------------------------------
+# A loader's sparse features on the GPU: gathered there, never copied back.
+
+def _sparse_features(n=40, f=6, seed=4):
+    rng = np.random.default_rng(seed)
+    X = np.where(rng.random((n, f)) < 0.3, rng.standard_normal((n, f)), 0.0)
+    X[3] = 0.0                    # an empty row
+    return X
+
+
+@sim
+@pytest.mark.parametrize("values", ["float64", "int64", "structural"])
+def test_sim_loader_gathers_gpu_sparse_features_on_the_device(cp, values, monkeypatch):
+    import fake_cupy
+    import torch
+
+    from sampling.loading.inputs import Inputs, device_sparse_rows
+    X = _sparse_features()
+    r, c = np.nonzero(X != 0)
+    vals = {"float64": X[r, c], "int64": np.round(X[r, c] * 3).astype(np.int64),
+            "structural": None}[values]
+    F = spla.Matrix.from_coo(r, c, vals, shape=X.shape)
+    want = F.to_dense().astype(np.float32)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    on_gpu = Inputs("NodeLoader", 40, F.to("cuda"), None, "cuda")
+    assert on_gpu.kind == "devsparse" and on_gpu.features.device == "cuda"
+    assert on_gpu.features.dtype == np.float32
+    # A loader on the CPU takes the matrix to the host once.
+    on_cpu = Inputs("NodeLoader", 40, F.to("cuda"), None, "cpu")
+    assert on_cpu.kind == "sparse" and on_cpu.features.device == "cpu"
+    ids = np.array([5, 3, 0, 39, 5, 17])
+    for given in (ids, cp.asarray(ids)):      # a CPU sampler's ids, a GPU sampler's
+        fake_cupy.reset()
+        got = device_sparse_rows(on_gpu.features, given)
+        # An upload of host ids, a fill and one kernel; nothing read back.
+        assert fake_cupy.STATS["reads"] == 0, fake_cupy.STATS
+        assert fake_cupy.STATS["launches"] == 2, fake_cupy.STATS
+        assert isinstance(got, cp.ndarray) and got.dtype == np.float32
+        assert np.asarray(got).tobytes() == want[ids].tobytes()
+
+
+@pytest.mark.gpu
+def test_gpu_node_loader_with_gpu_sparse_features_equals_host_ones():
+    _real_gpu()
+    import torch
+
+    import sampling
+    A = spla.generators.rmat(10, 8, seed=0)
+    n = A.shape[0]
+    X = _sparse_features(n, 32, seed=1)
+    F = spla.Matrix.from_dense(X.astype(np.float32))
+    sampler = sampling.GraphSAGE(A, [5, 3])
+    seeds = np.arange(0, n, 7)
+    kw = dict(batch_size=64, device="cuda")
+    host = [mb.x for mb in sampling.NodeLoader(sampler, seeds, features=F, **kw)]
+    dev = [mb.x for mb in sampling.NodeLoader(sampler, seeds, features=F.to("cuda"), **kw)]
+    assert len(host) == len(dev) > 0
+    for a, b in zip(host, dev):
+        assert b.is_cuda and torch.equal(a, b)
