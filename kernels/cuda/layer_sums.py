@@ -8,17 +8,18 @@ bit.  LADIES' probability rows are these sums (one group per minibatch).
 
 1. The products (every entry of every selected row) are counted and
    scanned; one read sizes them.
-2. Each product claims its ``(group, column)`` key in an open-addressing
-   table and counts itself there.  The thread that claims a slot numbers it
-   from a counter kept after the table and lists its key, so the claimed
-   slots need no pass over the table to be found; the counter is the second
-   read (the output's size).  The listed keys are sorted (the output's
-   order: the numbering depends on the threads' timing, the sorted keys do
-   not), and each product is scattered to its output entry's segment.
+2. Each product (a thread each) claims its ``(group, column)`` key in an
+   open-addressing table and counts itself there.  A claimed slot is
+   numbered when it is claimed, from a counter kept after the table, and
+   its key listed under that number, so the claimed slots need no pass
+   over the table to be found; the counter is the second read (the
+   output's size).  The listed keys are sorted (the output's order: the
+   numbering depends on the threads' timing, the sorted keys do not), and
+   each product is scattered to its output entry's segment.
 3. A thread per output entry sorts its segment by row id and adds it up in
    that order; the same launch writes the row pointer.
 
-Steps 1 and 2 walk the selected rows of A: a thread per row of at most
+The scatter walks the selected rows of A: a thread per row of at most
 ``layer_rows.LONG_ROW`` entries, a block per longer row (in the same
 launch).  A segment holds one term per row of the group having the column,
 so its length is at most the group's row count, summed by one thread in
@@ -58,49 +59,61 @@ def _degrees(a_ptr, rows, deg):
 
 
 @cuda.jit(device=True)
-def _claim_entries(a_idx, g, n, a, b, step, o, table, bits, slot_of, number, keys, slots):
-    """Entries ``a, a + step, ..`` below ``b`` of a row of group ``g``: each
-    product's ``(group, column)`` slot, counted there; the thread claiming a
-    slot numbers it from the counter ``table[-1]`` (which starts at -1) and
-    lists its key and slot under that number."""
-    mask = (np.int64(1) << bits) - 1
-    last = table.size - 1
-    for e in range(a, b, step):
-        key = g * n + np.int64(a_idx[e])
-        s = hash_slot(key, bits)
-        for _ in range(mask + 1):
-            k = cuda.atomic.cas(table, 2 * s, EMPTY, key)
-            if k == EMPTY:
-                u = cuda.atomic.add(table, last, 1) + 1
-                number[s] = u
-                keys[u] = key
-                slots[u] = s
-                break
-            if k == key:
-                break
-            s = (s + 1) & mask
-        cuda.atomic.add(table, 2 * s + 1, 1)
-        slot_of[o + e] = s
+def _claim_slot(table, mask, bits, key):
+    """``key``'s slot (claimed if new) and whether this call claimed it."""
+    s = hash_slot(key, bits)
+    for _ in range(mask + 1):
+        k = cuda.atomic.cas(table, 2 * s, EMPTY, key)
+        if k == EMPTY:
+            return s, True
+        if k == key:
+            break
+        s = (s + 1) & mask
+    return s, False
 
 
 @cuda.jit(cache=True)
-def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of, number, keys, slots,
-           long_row):
-    """Every product's slot and count: a thread per row of at most
-    ``long_row`` entries, a block per longer row (no order to keep: the
-    counts are atomic, the slots the table's)."""
-    start = cuda.grid(1)
-    for r in range(start, rows.size, cuda.gridsize(1)):
-        i = rows[r]
-        if a_ptr[i + 1] - a_ptr[i] <= long_row:
-            _claim_entries(a_idx, _group_of(gp, r), n, a_ptr[i], a_ptr[i + 1], 1,
-                           poff[r] - a_ptr[i], table, bits, slot_of, number, keys, slots)
-    for r in range(cuda.blockIdx.x, rows.size, cuda.gridDim.x):
-        i = rows[r]
-        if a_ptr[i + 1] - a_ptr[i] > long_row:
-            _claim_entries(a_idx, _group_of(gp, r), n, a_ptr[i] + cuda.threadIdx.x,
-                           a_ptr[i + 1], BLOCK, poff[r] - a_ptr[i], table, bits, slot_of,
-                           number, keys, slots)
+def _claim(a_ptr, a_idx, rows, gp, n, poff, table, bits, slot_of, number, keys, slots):
+    """Every product's slot, counted there, a thread per product (its row
+    found in ``poff``); each claimed slot numbered and listed with its key.
+
+    The numbers come from a counter after the table (``table[-1]``, from
+    -1) that each block advances once a round for all its claims, numbered
+    in shared memory: one counter advanced per claim would serialise every
+    claim of a large bulk on one address.  Every thread runs the same
+    rounds, so the block's barriers are reached by all of them.
+    """
+    claims = cuda.shared.array(1, np.int64)
+    base = cuda.shared.array(1, np.int64)
+    mask = (np.int64(1) << bits) - 1
+    total = slot_of.size
+    stride = cuda.gridsize(1)
+    first = cuda.grid(1)
+    for t in range(first, first + (total + stride - 1) // stride * stride, stride):
+        if cuda.threadIdx.x == 0:
+            claims[0] = 0
+        cuda.syncthreads()
+        mine = -1
+        key = EMPTY
+        s = EMPTY
+        if t < total:
+            r = lower_bound(poff, 0, poff.size, t + 1) - 1
+            i = rows[r]
+            key = _group_of(gp, r) * n + np.int64(a_idx[a_ptr[i] + (t - poff[r])])
+            s, new = _claim_slot(table, mask, bits, key)
+            if new:
+                mine = cuda.atomic.add(claims, 0, 1)
+            cuda.atomic.add(table, 2 * s + 1, 1)
+            slot_of[t] = s
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0 and claims[0] > 0:
+            base[0] = cuda.atomic.add(table, table.size - 1, claims[0]) + 1
+        cuda.syncthreads()
+        if mine >= 0:
+            u = base[0] + mine
+            number[s] = u
+            keys[u] = key
+            slots[u] = s
 
 
 @cuda.jit(cache=True)
@@ -202,10 +215,8 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     number = xp.empty(S, np.int64)
     keys = xp.empty(T, np.int64)
     slots = xp.empty(T, np.int64)
-    # A block per row at most, so that long rows spread over the grid.
-    long_row = np.int64(LONG_ROW)
-    launch(_claim, R * BLOCK, a_ptr, a_idx, rows, gp, n, poff, table, np.int64(bits), slot_of,
-           number, keys, slots, long_row)
+    launch(_claim, T, a_ptr, a_idx, rows, gp, n, poff, table, np.int64(bits), slot_of,
+           number, keys, slots)
     D = int(to_host(table[2 * S:])[0]) + 1
     order = argsort_stable(xp, keys[:D])
     skey = xp.empty(D, np.int64)
@@ -217,6 +228,8 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     segoff = scan(xp, seg)
     rk = xp.empty(T, np.int64)
     vv = xp.empty(T, a_val.dtype)
+    # A block per row at most, so that long rows spread over the grid.
+    long_row = np.int64(LONG_ROW)
     launch(_scatter, R * BLOCK, a_ptr, a_val, rows, poff, slot_of, number, entry_of, segoff,
            cursor, rk, vv, long_row)
     out_val = xp.empty(D, a_val.dtype)
