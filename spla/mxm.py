@@ -68,12 +68,6 @@ class MxmExpr:
         """Compute the product: a new ``Matrix``."""
         return _compute(self.a, self.b, self.semiring)
 
-    def __matmul__(self, other):
-        return mxm(self, other)
-
-    def __rmatmul__(self, other):
-        return mxm(other, self)
-
     def __repr__(self):
         a, b = self.a, self.b
         return (f"<spla.MxmExpr (lazy) {self.shape[0]}x{self.shape[1]} = "

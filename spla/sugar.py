@@ -1,5 +1,14 @@
 """Operator syntax of ``spla.Matrix``: ``A @ B``, ``A.T``, ``A[rows, cols]``, ``A.S``, ``A.V``.
 
+``@`` reads as in scipy, torch and python-graphblas, by its operands:
+
+==========================  ==============================================
+``A @ B`` (matrices)        ``mxm(A, B)``: a lazy product (``.new()``)
+``A @ u``, ``u @ A``        ``mxv(A, u)``, ``vxm(u, A)`` for a ``Vector``
+``A @ X``, ``X @ A``        ``spmm``: a dense result for a numpy or cupy
+                            array ``X`` (1-D or 2-D, float32/float64)
+==========================  ==============================================
+
 The syntax needs the operators (``mxm``, ``transpose``, ``extract``) and the
 operators need the ``Matrix`` type.  Binding the syntax here, in a module
 above both, keeps ``spla.matrix`` free of imports from the operator modules:
@@ -21,19 +30,58 @@ array([[1., 0.],
 array([[0., 3.]])
 >>> A.S, ~A.V
 (<spla.Mask S of a Matrix 2x2>, <spla.Mask ~V of a Matrix 2x2>)
+>>> A @ np.array([1.0, 1.0]), np.array([1.0, 1.0]) @ A
+(array([3., 3.]), array([1., 5.]))
+>>> (A @ spla.Vector.from_coo([1], [2.0], size=2)).to_dense()
+array([4., 6.])
 """
+
+import sys
+
+import numpy as np
 
 from spla import mask as _mask  # noqa: F401 - binds Matrix.S / .V and Vector.S / .V
 from spla.exceptions import IndexOutOfRange
 from spla.extract import extract
+from spla.graphblas import mxv, vxm
 from spla.matrix import Matrix
-from spla.mxm import mxm
+from spla.mxm import MxmExpr, mxm
+from spla.spmm import spmm
 from spla.structure import transpose
+from spla.vector import Vector
+
+
+def _dense(x):
+    """Whether ``x`` is a numpy or cupy array: ``@``'s dense operand."""
+    if isinstance(x, np.ndarray):
+        return True
+    cp = sys.modules.get("cupy")
+    return cp is not None and isinstance(x, cp.ndarray)
 
 
 def _matmul(self, other):
-    """``A @ B``: the lazy product ``spla.mxm(A, B)`` (plus_times)."""
+    """``A @ B`` (plus_times): ``mxm`` of two matrices (lazy), ``mxv`` of a
+    Vector, ``spmm`` of a numpy or cupy array (a dense result)."""
+    if isinstance(other, Vector):
+        return mxv(self, other)
+    if _dense(other):
+        return spmm(self, other)
     return mxm(self, other)
+
+
+def _rmatmul(self, other):
+    """``X @ A`` for a numpy or cupy array ``X``: ``(A^T X^T)^T`` by ``spmm``
+    (a transposed view for 2-D ``X``); ``u @ A`` of a Vector is ``vxm``."""
+    if isinstance(other, Vector):
+        return vxm(other, self)
+    if _dense(other):
+        return spmm(self, other.T, transpose=True).T
+    return mxm(other, self)
+
+
+def _vector_matmul(self, other):
+    """``u @ A``: ``vxm(u, A)`` (plus_times)."""
+    return vxm(self, other)
 
 
 def _transpose(self):
@@ -52,6 +100,11 @@ def _getitem(self, key):
     return extract(self, None if whole(r) else r, None if whole(c) else c)
 
 
-Matrix.__matmul__ = _matmul
+Matrix.__matmul__ = MxmExpr.__matmul__ = _matmul
+Matrix.__rmatmul__ = MxmExpr.__rmatmul__ = _rmatmul
+# numpy defers ``X @ A`` (and its other binary operators) to these classes
+# instead of treating A as an object scalar.
+Matrix.__array_ufunc__ = MxmExpr.__array_ufunc__ = None
+Vector.__matmul__ = _vector_matmul
 Matrix.T = property(_transpose)
 Matrix.__getitem__ = _getitem

@@ -148,7 +148,8 @@ CASES = [
      T, r"mxm: argument 'A'"),
     ("mxm-not-matrix-B", lambda: spla.mxm(_sq(), sp.eye(2)),
      T, r"mxm: argument 'B'"),
-    ("matmul-not-matrix", lambda: _sq() @ np.eye(2),
+    # A numpy or cupy array is spmm's operand (tests/spla/test_matmul_syntax.py).
+    ("matmul-not-matrix", lambda: _sq() @ [[1.0, 0.0], [0.0, 1.0]],
      T, r"mxm: argument 'B'"),
     ("mxm-semiring-name", lambda: spla.mxm(_sq(), _sq(), "plus_plus"),
      V, r"mxm: argument 'semiring'.*plus_plus"),
