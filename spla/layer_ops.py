@@ -254,7 +254,8 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
         out_ptr, idx, vals, src, src_ptr, host_ptr = _kernels(A.device, "layer_blocks"
                                                               ).importance_layer(
             A.indptr, A.indices, A.values, S.indptr, S.indices, dst, ptr, *w,
-            xp.empty(0, W.dtype) if p is None else p, s, A.ncols)
+            xp.empty(0, W.dtype) if p is None else p, s, A.ncols,
+            s_host_ptr=S._cache.get(HOST_INDPTR))
     except KernelLimitError as e:
         fail(InvalidValue, func, e.arg, e.expected, e.got)
     adj = Matrix._new(out_ptr, narrow_indices(idx, src.size), vals, (dst.size, src.size))

@@ -21,7 +21,7 @@ from spla import backend
 from spla.checks import as_index_array, as_int, as_u64, check_weights, describe, fail
 from spla.util import row_ids as _row_of_entry
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidValue
-from spla.matrix import Matrix
+from spla.matrix import HOST_INDPTR, Matrix
 from spla.mxm import MxmExpr, as_matrix
 from kernels import semiring_ops as ops
 
@@ -33,6 +33,10 @@ def _as_u64(func, arg, x):
 
 #: picks per row at or above this mean "all entries" (no row holds 2**62)
 K_ALL = 2 ** 62
+#: A sample of at most this many rows brings its whole row pointer back in
+#: the one read that sizes it (a few KB), kept on the result
+#: (``HOST_INDPTR``): a layer-wise sampler's next step reads it from there.
+HOST_PTR_ROWS = 4096
 
 
 def _as_k(func, k, nrows, xp):
@@ -167,16 +171,21 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
     K = backend.kernels_for(P.device)
     fused = isinstance(P, MxmExpr) and P.semiring.scales_rows and P.is_row_selection()
     _check_pick_budget(func, P, fused, k_scalar, k_arr, replace, k)
+    host_ptr = None
     if fused:
-        ptr, pos, indices, values_of = _sample_fused(P, K, k_scalar, k_arr, rid, seed,
-                                                     stream, replace)
+        ptr, pos, indices, values_of, host_ptr = _sample_fused(P, K, k_scalar, k_arr, rid,
+                                                               seed, stream, replace)
     else:
         M = as_matrix(func, "P", P)
         if check:
             check_weights(func, "P", M.values)
         vals = M.values if M.values is not None else xp.empty(0, np.float64)
-        ptr, pos = K.sample.sample_csr(M.indptr, vals, M.values is not None, k_scalar,
-                                       k_arr, rid, seed, stream, replace)
+        args = (M.indptr, vals, M.values is not None, k_scalar, k_arr, rid, seed, stream,
+                replace)
+        if nrows <= HOST_PTR_ROWS and not replace:
+            ptr, pos, host_ptr = K.sample.sample_csr_with_host_ptr(*args)
+        else:
+            ptr, pos = K.sample.sample_csr(*args)
         indices = M.indices
 
         def values_of(ptr, pos):
@@ -186,6 +195,8 @@ def sample_rows(P, k, *, seed, stream=0, replace=False, row_ids=None,
         ptr, pos, counts = K.sample.dedup_sorted_rows(ptr, pos)
     S = Matrix._new(ptr, K.extract.take(indices, pos),
                     values_of(ptr, pos) if values else None, P.shape)
+    if host_ptr is not None and S.device != backend.CPU:
+        S._cache[HOST_INDPTR] = host_ptr
     if return_counts:
         return S, counts if counts is not None else xp.ones(S.nnz, np.int64)
     return S
@@ -249,7 +260,8 @@ def _check_pick_budget(func, P, fused, k_scalar, k_arr, replace, k_given):
 
 
 def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
-    """Sample ``Q @ A`` from A's rows: (ptr, positions in A, A.indices, values_of)."""
+    """Sample ``Q @ A`` from A's rows: (ptr, positions in A, A.indices, values_of,
+    a host copy of ptr or None)."""
     Q, A = expr.a, expr.b
     xp = A.xp
     func = "sample_rows"
@@ -260,9 +272,13 @@ def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
             q_scale = Q.values.astype(np.float64)
     weighted = A.values is not None and expr.semiring.mul_code == ops.MUL_TIMES
     a_vals, prefix, guide, positives, modes = draw_arrays(A, weighted)
-    ptr, pos = K.sample.sample_gather(Q.indptr, Q.indices, q_scale, A.indptr, a_vals,
-                                      weighted, prefix, guide, positives, modes, k_scalar,
-                                      k_arr, rid, seed, stream, replace)
+    args = (Q.indptr, Q.indices, q_scale, A.indptr, a_vals, weighted, prefix, guide,
+            positives, modes, k_scalar, k_arr, rid, seed, stream, replace)
+    host_ptr = None
+    if Q.nrows <= HOST_PTR_ROWS and not replace:
+        ptr, pos, host_ptr = K.sample.sample_gather_with_host_ptr(*args)
+    else:
+        ptr, pos = K.sample.sample_gather(*args)
     out_dt = expr.dtype
 
     def values_of(ptr, pos):
@@ -278,4 +294,4 @@ def _sample_fused(expr, K, k_scalar, k_arr, rid, seed, stream, replace):
              else K.extract.take(A.values, pos).astype(out_dt, copy=False))
         return q * a
 
-    return ptr, pos, A.indices, values_of
+    return ptr, pos, A.indices, values_of, host_ptr

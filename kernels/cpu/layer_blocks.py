@@ -264,7 +264,7 @@ def _normalized_row(lo, hi, loc, pos, a_val, scale, one_a, total, out):
 
 
 def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val,
-                     w_rows, p, s, ncols=None):
+                     w_rows, p, s, ncols=None, s_host_ptr=None):
     """One layer's blocks and columns; see the module docstring.
 
     Parameters
@@ -284,6 +284,9 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
         Draws per group (the layer size).
     ncols : int, optional
         A's column count (default: its row count, a square graph).
+    s_host_ptr : array, optional
+        A host copy of ``s_ptr``: unused here (the CUDA twin sizes its
+        tables from it and saves a read).
 
     Raises
     ------

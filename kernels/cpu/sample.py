@@ -76,6 +76,21 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     return out_ptr, out
 
 
+def sample_csr_with_host_ptr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
+                             stream, replace):
+    """``sample_csr`` and its row pointer on the host: here the same array
+    (the CUDA twin reads it back in the read it makes anyway)."""
+    out_ptr, out = sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
+                              stream, replace)
+    return out_ptr, out, out_ptr
+
+
+def sample_gather_with_host_ptr(*args):
+    """``sample_gather`` and its row pointer on the host (the same array)."""
+    out_ptr, out = sample_gather(*args)
+    return out_ptr, out, out_ptr
+
+
 @parallel_kernel(lambda indptr, values: int(indptr[-1]), inputs=("indptr", "values"))
 def row_prefix(indptr, values):
     """Per-row inclusive prefix sums (float64), positive counts and modes.

@@ -364,12 +364,12 @@ def full(xp, n, value, dtype):
     return xp.full(n, value, dtype)
 
 
-def scan(xp, ptr):
+def scan(xp, ptr, out=None):
     """Inclusive scan of ``ptr`` (``ptr[0] == 0``, ``ptr[1:]`` the counts),
-    i.e. the CSR row pointer; a new int64 array."""
+    i.e. the CSR row pointer; a new int64 array, or written into ``out``."""
     if xp is not np:
         opcount.add_launch()
-    return xp.cumsum(ptr, dtype=np.int64)
+    return xp.cumsum(ptr, dtype=np.int64, out=out)
 
 
 def argsort_stable(xp, a):

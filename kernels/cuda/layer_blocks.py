@@ -1,15 +1,19 @@
 """One layer of a layer-wise sampler assembled from its draws, CUDA.
 
 Twin of ``kernels.cpu.layer_blocks`` (see there for what is computed): the
-same outputs, bit for bit, in about fifteen device operations and two
-blocking reads, where the composition of the operators it stands for took
+same outputs, bit for bit, in about fifteen device operations and one or
+two blocking reads, where the composition of the operators it stands for took
 about thirty per layer.
 
 1. **columns**: each group's destinations, then its drawn columns not among
    them, by ``kernels.cuda.layer_groups.kept_columns`` (first appearances in
-   a hash table; one read: their pointer, which sizes step 2's tables);
+   a hash table);
 2. **block**: ``A[dst_g, src_g]`` by ``layer_groups.extract_groups`` (one
-   read: the block's row pointer, which sizes the values);
+   read: the block's row pointer, which sizes the values).  Its tables are
+   sized by each group's column count, read after step 1, or, when the
+   caller has the draws' row pointer on the host (``sample_rows`` of a few
+   rows keeps it), by a bound from it: the destinations and the draws of
+   the group; step 1's pointer then comes back in step 2's read;
 3. **scales**: a thread per kept column, ``1 / (s p_j)`` in ``p``'s dtype,
    stored in A's (the weights' row totals first, by the row reduction, when
    the probabilities come from ``W``);
@@ -104,15 +108,33 @@ def _normalize(ptr, val, sums, one, long_min):
                 val[f] = val[f] / t
 
 
-def _columns(s_ptr, s_idx, dst, dst_ptr, ncols):
-    """Each group's columns and their host pointer (step 1)."""
+def _columns_and_block(a_ptr, a_idx, s_ptr, s_idx, s_host_ptr, dst, dst_ptr, ncols):
+    """Steps 1 and 2: ``(out_ptr, out_idx, pos, host_ptr, src, src_ptr)``,
+    the pointers ``host_ptr`` and ``src_ptr`` on the host.
+
+    With the draws' row pointer on the host (``s_host_ptr``), each group's
+    columns are bounded there (its destinations and its draws), so the
+    block's tables are sized before the columns are counted and one read
+    brings both pointers back; otherwise the columns' pointer is read
+    first."""
     G = dst_ptr.size - 1
     groups = np.arange(G + 1, dtype=np.int64)
     if G > 0 and layer_groups.fits_compact(G, ncols):
-        return layer_groups.kept_columns(s_ptr, s_idx, groups, dst, dst_ptr, ncols)
-    _, _, kept, kept_ptr, _ = _groups.compact_groups(s_ptr, s_idx, groups, dst, dst_ptr, ncols,
-                                                      with_perm=False, check=False)
-    return kept, np.asarray(kept_ptr, np.int64)
+        if s_host_ptr is not None:
+            kept, kept_ptr = layer_groups.kept_columns_unread(s_ptr, s_idx, groups, dst,
+                                                              dst_ptr, ncols)
+            bound = np.diff(dst_ptr) + np.diff(np.asarray(s_host_ptr, np.int64))
+            out_ptr, out_idx, pos, host_ptr, src_ptr = layer_groups.extract_groups_unread_cols(
+                a_ptr, a_idx, dst, dst_ptr, kept, kept_ptr, bound, ncols)
+            return out_ptr, out_idx, pos, host_ptr, kept[:int(src_ptr[G])], src_ptr
+        src, src_ptr = layer_groups.kept_columns(s_ptr, s_idx, groups, dst, dst_ptr, ncols)
+    else:
+        _, _, src, src_ptr, _ = _groups.compact_groups(s_ptr, s_idx, groups, dst, dst_ptr,
+                                                        ncols, with_perm=False, check=False)
+        src_ptr = np.asarray(src_ptr, np.int64)
+    out_ptr, out_idx, pos, _, host_ptr = layer_groups.extract_groups(
+        a_ptr, a_idx, dst, dst_ptr, src, src_ptr, ncols, check=False, with_host_ptr=True)
+    return out_ptr, out_idx, pos, host_ptr, src, src_ptr
 
 
 def _constants(xp, dtype):
@@ -123,16 +145,17 @@ def _constants(xp, dtype):
 
 
 def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_idx, w_val,
-                     w_rows, p, s, ncols=None):
+                     w_rows, p, s, ncols=None, s_host_ptr=None):
     """One layer's blocks and columns; see ``kernels.cpu.layer_blocks.importance_layer``
     (the same arguments and results).  ``dst_ptr`` is a host array; the
-    others are on the device (``w_rows`` too, when ``p`` is empty)."""
+    others are on the device (``w_rows`` too, when ``p`` is empty), but for
+    ``s_host_ptr``, a host copy of ``s_ptr`` if the caller has one (a read
+    fewer)."""
     xp = _xp(a_ptr)
     ncols = int(a_ptr.size - 1 if ncols is None else ncols)
     dst_ptr = np.asarray(dst_ptr, np.int64)
-    src, src_ptr = _columns(s_ptr, s_idx, dst, dst_ptr, ncols)
-    out_ptr, out_idx, pos, _, host_ptr = layer_groups.extract_groups(
-        a_ptr, a_idx, dst, dst_ptr, src, src_ptr, ncols, check=False, with_host_ptr=True)
+    out_ptr, out_idx, pos, host_ptr, src, src_ptr = _columns_and_block(
+        a_ptr, a_idx, s_ptr, s_idx, s_host_ptr, dst, dst_ptr, ncols)
     pd = p.dtype if p.size else w_val.dtype
     # Every probability in one dtype (see the CPU twin); casts only where needed.
     w_val, p = (a if a.dtype == pd else a.astype(pd) for a in (w_val, p))

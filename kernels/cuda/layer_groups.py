@@ -262,14 +262,21 @@ def kept_columns(ptr, idx, row_ptr, first, first_ptr, ncols):
     not relabelled), for callers that need no more: ``(kept, kept_ptr)``,
     ``kept_ptr`` on the host (one read).  The leading columns must be
     distinct within their group (not checked)."""
+    kept, dev_ptr = kept_columns_unread(ptr, idx, row_ptr, first, first_ptr, ncols)
+    kept_ptr = np.asarray(to_host(dev_ptr), np.int64)
+    return kept[:int(kept_ptr[-1])], kept_ptr
+
+
+def kept_columns_unread(ptr, idx, row_ptr, first, first_ptr, ncols):
+    """``kept_columns`` without its read: ``(kept, kept_ptr)`` both on the
+    device, ``kept`` holding at least ``kept_ptr[-1]`` columns (the rest
+    unset), for a caller that reads the pointer later with other sizes."""
     xp = _xp(ptr)
     G = row_ptr.size - 1
     found = _first_appearances(xp, ptr, idx, row_ptr, first, first_ptr, ncols, False)
     if found is None:
-        return xp.zeros(0, np.int64), np.zeros(G + 1, np.int64)
-    kept, tail = found[0], found[2]
-    kept_ptr = np.asarray(to_host(tail[:G + 1]), np.int64)
-    return kept[:int(kept_ptr[G])], kept_ptr
+        return xp.zeros(0, np.int64), xp.asarray(np.zeros(G + 1, np.int64))
+    return found[0], found[2][:G + 1]
 
 
 def compact_groups(ptr, idx, row_ptr, first, first_ptr, ncols, with_perm=True, check=True):
@@ -346,14 +353,18 @@ def _row_group(row_ptr, i):
 
 
 @cuda.jit(cache=True)
-def _extract_count(ptr, idx, rows, row_ptr, toff, tbits, table, cnt, long_row):
+def _extract_count(ptr, idx, rows, row_ptr, toff, tbits, table, cnt, copy_src, copy_dst,
+                   long_row):
     """``cnt[i + 1]``: entries of output row ``i`` whose column its group
     selects (``cnt[0] = 0``: the scan makes the row pointer).  A thread per
-    row of at most ``long_row`` entries, a block per longer row."""
+    row of at most ``long_row`` entries, a block per longer row.  Also
+    copies ``copy_src`` into ``copy_dst`` (a launch fewer than a copy)."""
     sh = cuda.shared.array(BLOCK, np.int64)
     start = cuda.grid(1)
     if start == 0:
         cnt[0] = 0
+    for g in range(start, copy_src.size, cuda.gridsize(1)):
+        copy_dst[g] = copy_src[g]
     for i in range(start, rows.size, cuda.gridsize(1)):
         r = rows[i]
         if ptr[r + 1] - ptr[r] > long_row:
@@ -442,9 +453,37 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
     ``check`` (the repeat too).
     """
     xp = _xp(ptr)
+    col_ptr = np.asarray(col_ptr, np.int64)
+    out_ptr, out_idx, src, first_dup, host_ptr, _ = _extract(
+        xp, ptr, idx, rows, row_ptr, cols, xp.asarray(col_ptr), np.diff(col_ptr),
+        int(col_ptr[-1]), ncols, check, False)
+    if with_host_ptr:
+        return out_ptr, out_idx, src, first_dup, host_ptr
+    return out_ptr, out_idx, src, first_dup
+
+
+def extract_groups_unread_cols(ptr, idx, rows, row_ptr, cols, col_ptr, col_bound, ncols):
+    """``extract_groups`` (columns distinct within each group, not checked)
+    with the column pointer still on the device, as ``kept_columns_unread``
+    leaves it: the groups' tables are sized by ``col_bound`` (host, each
+    group's most columns), and the one read brings back both pointers.
+
+    Returns ``(indptr, indices, src, host indptr, host col_ptr)``.
+    """
+    xp = _xp(ptr)
+    bound = np.asarray(col_bound, np.int64)
+    out_ptr, out_idx, src, _, host_ptr, host_cols = _extract(
+        xp, ptr, idx, rows, row_ptr, cols, col_ptr, bound, int(bound.sum()), ncols, False,
+        True)
+    return out_ptr, out_idx, src, host_ptr, host_cols
+
+
+def _extract(xp, ptr, idx, rows, row_ptr, cols, cp, sizes, last, ncols, check, read_cols):
+    """The kernels of the two drivers above: ``cp`` the device column
+    pointer, ``sizes`` each group's (most) columns on the host, ``last`` at
+    least ``cp[-1]``; with ``read_cols`` the read brings ``cp`` back too."""
     G = row_ptr.size - 1
     nr = rows.size
-    sizes = np.diff(np.asarray(col_ptr, np.int64))
     # A region of 2**bits slots per group, none for a group without columns.
     bits = np.array([_bits_for(int(m)) if m else 0 for m in sizes], np.int64)
     span = np.where(sizes > 0, np.left_shift(np.int64(1), bits), 0)
@@ -452,29 +491,31 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
     np.cumsum(span[:-1], out=toff[1:])
     S = int(span.sum())
     table = full(xp, 3 * S + 1, -1, np.int64)
-    dtoff, dbits, cp, rp = (xp.asarray(a) for a in (toff, bits, col_ptr, row_ptr))
+    dtoff, dbits, rp = (xp.asarray(a) for a in (toff, bits, row_ptr))
     first_dup = -1
+    n_cols = int(sizes.sum())
     if S:
-        launch(_extract_fill, int(col_ptr[G] - col_ptr[0]), cols, cp, dtoff, dbits, table,
-               np.int64(check))
+        launch(_extract_fill, n_cols, cols, cp, dtoff, dbits, table, np.int64(check))
         if check:
             dup = table[3 * S:]
-            launch(_extract_repeats, int(col_ptr[G] - col_ptr[0]), cols, cp, dtoff, dbits,
-                   table, dup)
+            launch(_extract_repeats, n_cols, cols, cp, dtoff, dbits, table, dup)
             d = int(to_host(dup)[0])
             first_dup = int(TOP - d) if d >= 0 else -1
     cnt = xp.empty(nr + 1, np.int64)
+    # The row pointer, then (with ``read_cols``) a copy of the column
+    # pointer: one read brings both.
+    both = xp.empty(nr + 1 + (G + 1 if read_cols else 0), np.int64)
     # A block per row at most, so that long rows spread over the grid.
-    long_row = long_row_for(col_ptr[G])
-    launch(_extract_count, nr * BLOCK, ptr, idx, rows, rp, dtoff, dbits, table, cnt, long_row)
-    out_ptr = scan(xp, cnt)
-    host_ptr = np.asarray(to_host(out_ptr), np.int64)
+    long_row = long_row_for(last)
+    launch(_extract_count, nr * BLOCK, ptr, idx, rows, rp, dtoff, dbits, table, cnt,
+           cp if read_cols else cp[:0], both[nr + 1:], long_row)
+    out_ptr = scan(xp, cnt, out=both[:nr + 1])
+    host = np.asarray(to_host(both), np.int64)
+    host_ptr = host[:nr + 1]
     T = int(host_ptr[nr])
     out_idx = xp.empty(T, np.int64)
     src = xp.empty(T, np.int64)
     if T:
         launch(_extract_emit, nr * BLOCK, ptr, idx, rows, rp, dtoff, dbits, table, out_ptr,
                out_idx, src, long_row)
-    if with_host_ptr:
-        return out_ptr, out_idx, src, first_dup, host_ptr
-    return out_ptr, out_idx, src, first_dup
+    return out_ptr, out_idx, src, first_dup, host_ptr, host[nr + 1:]

@@ -23,7 +23,8 @@ from numba import cuda
 
 from kernels import its as _its
 from kernels.common import row_key as _row_key
-from kernels.cuda._util import BLOCK, MAX_BLOCKS, blocks, device, host_int, launch, scan, _xp
+from kernels.cuda._util import (BLOCK, MAX_BLOCKS, blocks, device, host_int, launch, scan,
+                                to_host, _xp)
 from kernels.cuda.long_rows import (LONG_BLOCKS, LONG_MIN, MAX_K, TABLE, is_long_row,
                                     long_row_stats, sample_long_row)
 
@@ -196,10 +197,26 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     ``batch`` rejection draws per round (default and cap ``BLOCK``): the
     same picks; the tests shrink them.
     """
+    out_ptr, out, _ = _sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids,
+                                  seed, stream, replace, long_min, max_k, batch, False)
+    return out_ptr, out
+
+
+def sample_csr_with_host_ptr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
+                             stream, replace):
+    """``sample_csr`` and a host copy of its row pointer, in the same one read
+    (the whole pointer where ``sample_csr`` reads its last entry: for
+    matrices of few rows, whose consumers then read nothing more)."""
+    return _sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed, stream,
+                       replace, None, None, None, True)
+
+
+def _sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed, stream, replace,
+                long_min, max_k, batch, with_host_ptr):
     xp = _xp(indptr)
     n = indptr.size - 1
     if n <= 0:
-        return xp.zeros(1, np.int64), xp.zeros(0, np.int64)
+        return xp.zeros(1, np.int64), xp.zeros(0, np.int64), np.zeros(1, np.int64)
     has_values = bool(has_values)
     replace = bool(replace)
     # A matrix's values are exactly its entries: their count needs no read
@@ -213,13 +230,14 @@ def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
     launch(_csr_stats, n, indptr, values, has_values, k_scalar, k_arr,
            replace, prefix, positives, modes, out_ptr, LONG_MIN)
     out_ptr = scan(xp, out_ptr)
-    total = host_int(out_ptr[n])
+    host = np.asarray(to_host(out_ptr), np.int64) if with_host_ptr else None
+    total = int(host[n]) if with_host_ptr else host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
     if total:
         _launch_sample(n, False, indptr, indptr, indptr, values, has_values, prefix,
                        positives, modes, row_ids, seed, stream, replace, out_ptr, out,
                        long_min, max_k, batch)
-    return out_ptr, out
+    return out_ptr, out, host
 
 
 def row_prefix(indptr, values):
@@ -253,10 +271,30 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
     see ``kernels.cpu.sample``.  ``a_guide`` is ignored (see ``row_guide``):
     the picks are the same with or without it.  Long rows of A go to a
     block each, as in ``sample_csr`` (same keywords)."""
+    out_ptr, out, _ = _sample_gather(
+        q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values, a_prefix,
+        a_positives, a_modes, k_scalar, k_arr, row_ids, seed, stream, replace, long_min,
+        max_k, batch, False)
+    return out_ptr, out
+
+
+def sample_gather_with_host_ptr(q_indptr, q_indices, q_scale, a_indptr, a_values,
+                                a_has_values, a_prefix, a_guide, a_positives, a_modes,
+                                k_scalar, k_arr, row_ids, seed, stream, replace):
+    """``sample_gather`` and a host copy of its row pointer, in its one read
+    (see ``sample_csr_with_host_ptr``)."""
+    return _sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values,
+                          a_prefix, a_positives, a_modes, k_scalar, k_arr, row_ids, seed,
+                          stream, replace, None, None, None, True)
+
+
+def _sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_values, a_prefix,
+                   a_positives, a_modes, k_scalar, k_arr, row_ids, seed, stream, replace,
+                   long_min, max_k, batch, with_host_ptr):
     xp = _xp(q_indptr)
     n = q_indptr.size - 1
     if n <= 0:
-        return xp.zeros(1, np.int64), xp.zeros(0, np.int64)
+        return xp.zeros(1, np.int64), xp.zeros(0, np.int64), np.zeros(1, np.int64)
     a_has_values = bool(a_has_values)
     replace = bool(replace)
     out_ptr = xp.empty(n + 1, np.int64)
@@ -264,13 +302,14 @@ def sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values,
                                     a_has_values, a_positives, k_scalar, k_arr,
                                     replace, out_ptr)
     out_ptr = scan(xp, out_ptr)
-    total = host_int(out_ptr[n])
+    host = np.asarray(to_host(out_ptr), np.int64) if with_host_ptr else None
+    total = int(host[n]) if with_host_ptr else host_int(out_ptr[n])
     out = xp.empty(total, np.int64)
     if total:
         _launch_sample(n, True, a_indptr, q_indptr, q_indices, a_values, a_has_values,
                        a_prefix, a_positives, a_modes, row_ids, seed, stream, replace,
                        out_ptr, out, long_min, max_k, batch)
-    return out_ptr, out
+    return out_ptr, out, host
 
 
 def dedup_sorted_rows(indptr, pos):

@@ -295,7 +295,7 @@ def test_sim_sample_hops_remembers_the_growth(cp):
 #: (the operators' sizes; counted by the stand-in, which counts the reads
 #: hidden in data-sized operations such as boolean indexing too).  A ceiling
 #: that only comes down: each read drains the GPU's queue.
-LAYERWISE_READS = {"ladies": 11, "fastgcn": 7}
+LAYERWISE_READS = {"ladies": 9, "fastgcn": 5}
 #: Device operations of the same bulk of one minibatch (kernels, cupy calls),
 #: and the most each further minibatch may add (one block per layer cut from
 #: its rows: a subtraction each).  Ceilings that only come down: each costs

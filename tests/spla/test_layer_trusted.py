@@ -102,3 +102,39 @@ def test_sim_blocks_of_an_extraction_cost_one_read(cp):
                 + split_blocks(want_n, rp, cpt, check=False))
     for g, w in zip(got, expected):
         assert g.to("cpu").isequal(w)
+
+
+@sim
+@pytest.mark.parametrize("lazy", [False, True])
+def test_sim_a_small_sample_keeps_its_row_pointer_on_the_host(cp, lazy, monkeypatch):
+    """``sample_rows`` of a few rows brings its whole row pointer back in its
+    one read and keeps it (the next layer-wise step then reads nothing for
+    it); a sample of more rows than ``HOST_PTR_ROWS`` reads its size only.
+    Either way the picks are the CPU's."""
+    import fake_cupy
+    from spla import sample as sample_module
+    from spla.matrix import HOST_INDPTR
+    rng = np.random.default_rng(8)
+    W = _weights(rng, 7, 9)
+    Q = spla.Matrix.from_coo(np.arange(4), np.array([6, 0, 3, 0]), shape=(4, 7))
+
+    def draw(M):
+        return sample_rows(Q.to(M.device) @ M if lazy else M, 3, seed=5, check=False)
+    want = draw(W)
+    G = W.to("cuda")
+    draw(G)   # a weighted graph's prefix sums, computed once and kept
+    reads = []
+    for limit in (sample_module.HOST_PTR_ROWS, 3):
+        monkeypatch.setattr(sample_module, "HOST_PTR_ROWS", limit)
+        fake_cupy.reset()
+        S = draw(G)
+        reads.append(fake_cupy.STATS["reads"])
+        assert S.to("cpu").isequal(want)
+        host = S._cache.get(HOST_INDPTR)
+        if limit >= S.nrows:
+            assert host is not None
+            assert np.array_equal(host, spla.backend.to_host(S.indptr))
+        else:
+            assert host is None
+    # The same reads either way (lazy: the selection's row check too).
+    assert reads == [1, 1] if not lazy else reads[0] == reads[1], reads
