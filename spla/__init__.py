@@ -16,6 +16,7 @@ Examples
 array([1, 1])
 """
 
+from spla import interop  # noqa: F401 - binds Matrix.from_scipy / from_cupyx / to_scipy / to_cupyx
 from spla import semiring, sugar  # noqa: F401 - sugar binds A @ B, A.T, A[r, c], M.S, M.V
 from spla import binary, monoid  # noqa: F401 - spla.binary.<name>, spla.monoid.<name>
 from spla.dist import DistMatrix, distribute

@@ -20,7 +20,6 @@ from spla import backend
 from spla.arrays import as_xp_array, checked_csr, narrow_indices, readonly, widen_values
 from spla.checks import as_index_array, as_shape, describe, fail, value_dtype
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidCSR, InvalidValue
-from spla.optional import require
 from spla.util import row_ids
 
 
@@ -303,32 +302,29 @@ class Matrix:
         ptr, idx, val, n = edge_index_csr(edge_index, num_nodes, values, flow, duplicates)
         return cls._new(ptr, narrow_indices(idx, n), val, (n, n))
 
-    @classmethod
-    def from_scipy(cls, S, *, structural=False):
-        """A matrix from any scipy.sparse matrix or array (canonicalised).
+    def to_edge_index(self, *, flow="source_to_target"):
+        """The PyG-style ``[2, E]`` edge list of this adjacency, the inverse
+        of ``from_edge_index``: entry ``A[i, j]`` is edge ``j -> i``
+        (``flow="source_to_target"``) or ``i -> j`` (``"target_to_source"``).
 
-        Parameters
-        ----------
-        S : scipy.sparse matrix or array
-        structural : bool, default False
-            Drop the values and keep the pattern.
+        Returns an int64 array on this matrix's device, its edges in the
+        matrix's entry order, so ``A.values`` are their weights.
 
         Examples
         --------
-        >>> import scipy.sparse as sp
         >>> from spla import Matrix
-        >>> Matrix.from_scipy(sp.eye(3, format="csr"))
-        <spla.Matrix 3x3, nnz=3, dtype=float64, device=cpu>
+        >>> A = Matrix.from_edge_index([[0, 0, 2], [1, 2, 1]])
+        >>> A.to_edge_index()
+        array([[0, 2, 0],
+               [1, 1, 2]])
+        >>> Matrix.from_edge_index(A.to_edge_index()).isequal(A)
+        True
         """
-        import scipy.sparse as sp
-        if not sp.issparse(S):
-            fail(DTypeError, "Matrix.from_scipy", "S", "a scipy.sparse matrix", describe(S))
-        S = S.tocsr()
-        if not S.has_canonical_format:
-            S = S.copy()
-            S.sum_duplicates()
-        values = None if structural else widen_values("Matrix.from_scipy", "S", S.data)
-        return cls.from_csr(S.indptr.astype(np.int64), S.indices, values, S.shape)
+        if flow not in ("source_to_target", "target_to_source"):
+            fail(InvalidValue, "Matrix.to_edge_index", "flow",
+                 "'source_to_target' or 'target_to_source'", repr(flow))
+        rows, cols, _ = self.to_coo()
+        return self.xp.stack((cols, rows) if flow == "source_to_target" else (rows, cols))
 
     @classmethod
     def from_dense(cls, D, *, structural=False):
@@ -351,15 +347,6 @@ class Matrix:
         r, c = xp.nonzero(D)
         vals = None if structural else widen_values("Matrix.from_dense", "D", D[r, c])
         return cls.from_coo(r, c, vals, D.shape)
-
-    @classmethod
-    def from_cupyx(cls, S, *, structural=False):
-        """A GPU matrix from a ``cupyx.scipy.sparse`` matrix (canonicalised)."""
-        S = S.tocsr()
-        S.sum_duplicates()
-        cp = backend.require_cupy("Matrix.from_cupyx")
-        values = None if structural else S.data
-        return cls.from_csr(S.indptr.astype(cp.int64), S.indices, values, S.shape)
 
     # ---- metadata -----------------------------------------------------
     @property
@@ -388,6 +375,11 @@ class Matrix:
 
     @property
     def nnz(self):
+        return int(self._indices.size)
+
+    @property
+    def nvals(self):
+        """Stored entries: ``nnz`` by its GraphBLAS name (``Vector.nvals``)."""
         return int(self._indices.size)
 
     @property
@@ -466,49 +458,24 @@ class Matrix:
             vals = self._values.astype(dtype)
         return Matrix._new(self._indptr, self._indices, vals, self._shape)
 
-    def to_scipy(self, *, copy=True):
-        """A ``scipy.sparse.csr_matrix`` on the host (ones for a structural matrix).
+    def to_coo(self):
+        """The stored entries as coordinates: ``(rows, cols, values)``.
 
-        Parameters
-        ----------
-        copy : bool, default True
-            Return an ordinary scipy matrix that owns writeable copies of the
-            arrays: every scipy operation works on it, in place ones included
-            (``eliminate_zeros``, ``data *= 2``), and nothing done to it
-            reaches this matrix.  ``copy=False`` shares this matrix's
-            (read-only) host arrays instead: cheaper for large matrices, but
-            scipy's in-place operations on the result then raise
-            ``ValueError`` (read-only buffers), and a structural matrix still
-            gets a fresh array of ones.
+        The inverse of ``from_coo``: int64 row and column ids, row by row
+        and by column within a row, and a copy of the values (None for a
+        structural matrix), on this matrix's device.
 
         Examples
         --------
         >>> from spla import Matrix
-        >>> S = Matrix.from_coo([0], [1], [2.0]).to_scipy()
-        >>> S.data *= 2          # an ordinary, writeable scipy matrix
-        >>> S.toarray()
-        array([[0., 4.]])
+        >>> A = Matrix.from_coo([2, 0, 0], [1, 2, 0], [5.0, 7.0, 1.0], shape=(3, 3))
+        >>> A.to_coo()
+        (array([0, 0, 2]), array([0, 2, 1]), array([1., 7., 5.]))
+        >>> Matrix.from_coo(*A.to_coo(), shape=A.shape).isequal(A)
+        True
         """
-        import scipy.sparse as sp
-        h = backend.to_host
-
-        def host(a):
-            out = h(a)  # a GPU array comes back as a fresh host copy already
-            return out.copy() if copy and out is a else out
-        vals = (np.ones(self.nnz, np.float64) if self._values is None
-                else host(self._values))
-        return sp.csr_matrix((vals, host(self._indices), host(self._indptr)),
-                             shape=self._shape, copy=False)
-
-    def to_cupyx(self):
-        """A ``cupyx.scipy.sparse.csr_matrix`` on the GPU."""
-        backend.require_cupy("Matrix.to_cupyx")
-        csp = require("cupyx.scipy.sparse", what="Matrix.to_cupyx", extra="gpu")
-        m = self.to("cuda")
-        vals = m.xp.ones(m.nnz, np.float64) if m.values is None else m.values
-        if vals.dtype.kind in "iu":
-            vals = vals.astype(np.float64)  # cuSPARSE supports floating types only
-        return csp.csr_matrix((vals, m.indices, m.indptr), shape=m.shape)
+        values = None if self._values is None else self._values.copy()
+        return (row_ids(self._indptr, self.nnz), self._indices.astype(np.int64), values)
 
     def to_dense(self):
         """A dense 2-D array on this matrix's device (ones for a structural matrix)."""

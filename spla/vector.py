@@ -197,6 +197,20 @@ class Vector:
         return (f"<spla.Vector size={self._size}, nvals={self.nvals}, dtype={dt}, "
                 f"device={self.device}>")
 
+    def to_coo(self):
+        """The stored entries as ``(indices, values)``: int64 ids, ascending,
+        and a copy of the values (None for a structural vector), on this
+        vector's device; the inverse of ``from_coo``.
+
+        Examples
+        --------
+        >>> from spla import Vector
+        >>> Vector.from_coo([3, 1], [2.0, 5.0], size=4).to_coo()
+        (array([1, 3]), array([5., 2.]))
+        """
+        values = None if self._values is None else self._values.copy()
+        return self._indices.astype(np.int64), values
+
     def to_dense(self, fill=0):
         """A dense 1-D array (ones for a structural vector; ``fill`` elsewhere).
 
