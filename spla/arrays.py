@@ -10,7 +10,8 @@ import numpy as np
 
 from spla import backend
 from spla.checks import INDEX_DTYPES, as_shape, describe, fail, index_dtype, value_dtype
-from spla.exceptions import DimensionMismatch, DTypeError, IndexOutOfRange, InvalidCSR
+from spla.exceptions import (DimensionMismatch, DTypeError, IndexOutOfRange, InvalidCSR,
+                             InvalidValue)
 
 
 def readonly(a):
@@ -21,6 +22,28 @@ def readonly(a):
         a = a.view()
         a.flags.writeable = False
     return a
+
+
+def values_close(func, a, b, rel_tol, abs_tol):
+    """Whether two value arrays of one pattern are close entry by entry, as
+    ``math.isclose`` says: ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)``
+    (infinities close only to themselves, NaN to nothing); None (a
+    structural object) counts as ones.  One device read on a GPU."""
+    for arg, tol in (("rel_tol", rel_tol), ("abs_tol", abs_tol)):
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)):
+            fail(DTypeError, func, arg, "a real number >= 0", repr(tol))
+        if not tol >= 0:
+            fail(InvalidValue, func, arg, "a real number >= 0", repr(tol))
+    if a is None and b is None:
+        return True
+    xp = backend.xp_of_array(a if a is not None else b)
+    x = xp.ones(b.size, np.float64) if a is None else a.astype(np.float64)
+    y = xp.ones(a.size, np.float64) if b is None else b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = xp.abs(x - y)
+        tol = xp.maximum(rel_tol * xp.maximum(xp.abs(x), xp.abs(y)), abs_tol)
+        ok = (x == y) | (xp.isfinite(x) & xp.isfinite(y) & (diff <= tol))
+    return bool(ok.all())
 
 
 def widen_values(func, arg, values):

@@ -17,7 +17,8 @@ GPU.  Operators run the kernels of that device.
 import numpy as np
 
 from spla import backend
-from spla.arrays import as_xp_array, checked_csr, narrow_indices, readonly, widen_values
+from spla.arrays import (as_xp_array, checked_csr, narrow_indices, readonly, values_close,
+                         widen_values)
 from spla.checks import as_index_array, as_shape, describe, fail, value_dtype
 from spla.exceptions import DimensionMismatch, DTypeError, InvalidCSR, InvalidValue
 from spla.util import row_ids
@@ -538,20 +539,38 @@ class Matrix:
         >>> A.isequal(Matrix.from_coo([0], [0], [1.0]))
         True
         """
+        if not self._same_pattern(other) or (self._values is None) != (other._values is None):
+            return False
+        if self._values is None:
+            return True
+        return self.dtype == other.dtype and bool(self.xp.array_equal(self._values,
+                                                                     other._values))
+
+    def isclose(self, other, *, rel_tol=1e-7, abs_tol=0.0):
+        """Same shape, device and pattern, and values close as ``math.isclose``
+        says (``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)``; a
+        structural matrix's entries count as 1, NaN is close to nothing).
+
+        Examples
+        --------
+        >>> from spla import Matrix
+        >>> A = Matrix.from_coo([0], [0], [1.0])
+        >>> B = Matrix.from_coo([0], [0], [1.0 + 1e-9])
+        >>> A.isclose(B), A.isequal(B)
+        (True, False)
+        """
+        return self._same_pattern(other) and values_close(
+            "Matrix.isclose", self._values, other._values, rel_tol, abs_tol)
+
+    def _same_pattern(self, other):
+        """Whether ``other`` is a matrix of this shape, device and pattern."""
         if not isinstance(other, Matrix) or other.shape != self.shape:
             return False
         if other.device != self.device or other.nnz != self.nnz:
             return False
         xp = self.xp
-        if not bool(xp.array_equal(self._indptr, other._indptr)):
-            return False
-        if not bool(xp.array_equal(self._indices, other._indices)):
-            return False
-        if (self._values is None) != (other._values is None):
-            return False
-        if self._values is None:
-            return True
-        return self.dtype == other.dtype and bool(xp.array_equal(self._values, other._values))
+        return (bool(xp.array_equal(self._indptr, other._indptr))
+                and bool(xp.array_equal(self._indices, other._indices)))
 
     # Operator syntax (``A @ B``, ``A.T``, ``A[rows, cols]``) is bound by
     # spla.sugar, above the operator modules, so this module imports none

@@ -11,7 +11,7 @@ import numpy as np
 from spla import backend
 from spla.checks import as_index_array, as_int, describe, fail, value_dtype
 from spla.exceptions import DimensionMismatch
-from spla.arrays import as_xp_array, readonly, widen_values
+from spla.arrays import as_xp_array, readonly, values_close, widen_values
 from spla.matrix import Matrix
 
 
@@ -243,6 +243,27 @@ class Vector:
         vals = None if self._values is None else conv(self._values)
         return Vector._new(conv(self._indices), vals, self._size)
 
+    def isclose(self, other, *, rel_tol=1e-7, abs_tol=0.0):
+        """Same size, device and pattern, and values close as ``math.isclose``
+        says (see ``Matrix.isclose``).
+
+        Examples
+        --------
+        >>> from spla import Vector
+        >>> Vector.from_coo([0], [1.0]).isclose(Vector.from_coo([0], [1.0 + 1e-9]))
+        True
+        """
+        return self._same_pattern(other) and values_close(
+            "Vector.isclose", self._values, other._values, rel_tol, abs_tol)
+
+    def _same_pattern(self, other):
+        """Whether ``other`` is a vector of this size, device and pattern."""
+        if not isinstance(other, Vector) or other.size != self.size:
+            return False
+        if other.device != self.device or other.nvals != self.nvals:
+            return False
+        return bool(self.xp.array_equal(self._indices, other._indices))
+
     def isequal(self, other):
         """Same size, pattern, dtype and values (exact).
 
@@ -252,15 +273,8 @@ class Vector:
         >>> Vector.from_coo([0], [1.0]).isequal(Vector.from_coo([0], [1.0]))
         True
         """
-        if not isinstance(other, Vector) or other.size != self.size:
-            return False
-        if other.device != self.device or other.nvals != self.nvals:
-            return False
-        xp = self.xp
-        if not bool(xp.array_equal(self._indices, other._indices)):
-            return False
-        if (self._values is None) != (other._values is None):
+        if not self._same_pattern(other) or (self._values is None) != (other._values is None):
             return False
         return self._values is None or (self.dtype == other.dtype and bool(
-            xp.array_equal(self._values, other._values)))
+            self.xp.array_equal(self._values, other._values)))
 
