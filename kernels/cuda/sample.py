@@ -188,6 +188,15 @@ def _dedup_fill(indptr, pos, new_ptr, out, counts):
                 counts[f] += 1
 
 
+def _read_size(out_ptr, whole):
+    """(the entry count ``out_ptr[-1]``, a host copy of ``out_ptr`` with
+    ``whole`` or None): one read either way."""
+    if whole:
+        host = np.asarray(to_host(out_ptr), np.int64)
+        return int(host[-1]), host
+    return host_int(out_ptr[out_ptr.size - 1]), None
+
+
 def sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed,
                stream, replace, long_min=None, max_k=None, batch=None):
     """Sample every row of a CSR matrix; see ``kernels.cpu.sample``.
@@ -230,8 +239,7 @@ def _sample_csr(indptr, values, has_values, k_scalar, k_arr, row_ids, seed, stre
     launch(_csr_stats, n, indptr, values, has_values, k_scalar, k_arr,
            replace, prefix, positives, modes, out_ptr, LONG_MIN)
     out_ptr = scan(xp, out_ptr)
-    host = np.asarray(to_host(out_ptr), np.int64) if with_host_ptr else None
-    total = int(host[n]) if with_host_ptr else host_int(out_ptr[n])
+    total, host = _read_size(out_ptr, with_host_ptr)
     out = xp.empty(total, np.int64)
     if total:
         _launch_sample(n, False, indptr, indptr, indptr, values, has_values, prefix,
@@ -302,8 +310,7 @@ def _sample_gather(q_indptr, q_indices, q_scale, a_indptr, a_values, a_has_value
                                     a_has_values, a_positives, k_scalar, k_arr,
                                     replace, out_ptr)
     out_ptr = scan(xp, out_ptr)
-    host = np.asarray(to_host(out_ptr), np.int64) if with_host_ptr else None
-    total = int(host[n]) if with_host_ptr else host_int(out_ptr[n])
+    total, host = _read_size(out_ptr, with_host_ptr)
     out = xp.empty(total, np.int64)
     if total:
         _launch_sample(n, True, a_indptr, q_indptr, q_indices, a_values, a_has_values,
