@@ -413,12 +413,14 @@ def _host_costs(cupy, reps=3000):
 
 def layerwise(cupy, args, out, G):
     import sampling
+    from kernels.opcount import counting
     sync = cupy.cuda.Device().synchronize
     rng = np.random.default_rng(2)
     batches = [cupy.asarray(rng.choice(G.nrows, 1024, replace=False)) for _ in range(16)]
     out += ["## LADIES and FastGCN, layers [512, 512], R-MAT scale %d, 1,024 seeds\n" % args.scale,
-            "| sampler | bulk of 16: ms per minibatch | one per call: ms per minibatch |",
-            "|---|---|---|"]
+            "| sampler | bulk of 16: ms per minibatch | one per call: ms per minibatch "
+            "| one per call: launches / blocking reads (spla's counters) |",
+            "|---|---|---|---|"]
     for name, cls in (("LADIES", sampling.LADIES), ("FastGCN", sampling.FastGCN)):
         s = cls(G, [512, 512])
         bulk = timed(lambda: s.sample(batches, seed=1), args.repeats, sync) / len(batches)
@@ -426,9 +428,15 @@ def layerwise(cupy, args, out, G):
         few = batches[:4]
         one = timed(lambda: [s.sample([b], seed=1, batch_ids=[i]) for i, b in enumerate(few)],
                     args.repeats, sync) / len(few)
-        print(f"{name}: bulk {bulk * 1e3:.2f} ms/minibatch, one per call {one * 1e3:.2f} ms",
-              flush=True)
-        out.append(f"| {name} | {bulk * 1e3:.2f} | {one * 1e3:.2f} |")
+        # The minibatch on the host, as NodeLoader gives it.
+        host = [cupy.asnumpy(few[0])]
+        with counting() as tally:
+            s.sample(host, seed=1)
+            sync()
+        print(f"{name}: bulk {bulk * 1e3:.2f} ms/minibatch, one per call {one * 1e3:.2f} ms, "
+              f"{tally.launches} launches, {tally.reads} reads", flush=True)
+        out.append(f"| {name} | {bulk * 1e3:.2f} | {one * 1e3:.2f} | "
+                   f"{tally.launches} / {tally.reads} |")
     out.append("")
     layer_operator(cupy, args, out, G, batches)
 
