@@ -105,7 +105,10 @@ def reduce_row_groups(A, rows, row_ptr, *, check=True):
     ----------
     A : Matrix
     rows : 1-D array of int
-        Row ids, distinct within each group, in any order.
+        Row ids, distinct within each group, in any order.  Given on the
+        host for a GPU matrix that keeps a host copy of its row pointer
+        (``Matrix.from_csr(..., host_indptr=...)``), the products are
+        counted on the host: a read fewer.
     row_ptr : 1-D array of int, shape (n_groups + 1,)
         Group offsets into ``rows`` (host arrays cost no read).
     check : bool, default True
@@ -141,8 +144,8 @@ def reduce_row_groups(A, rows, row_ptr, *, check=True):
     if not isinstance(A, Matrix):
         fail(DTypeError, func, "A", "a spla.Matrix", describe(A))
     xp = A.xp
-    rows = (xp.asarray(as_index_array(func, "rows", rows, A.nrows)) if check
-            else xp.asarray(rows).astype(np.int64, copy=False))
+    given = as_index_array(func, "rows", rows, A.nrows) if check else rows
+    rows = xp.asarray(given).astype(np.int64, copy=False)
     ptr = _group_ptr(func, "row_ptr", row_ptr, rows.size)
     G = ptr.size - 1
     general = A.values is None or A.dtype.kind != "f"
@@ -154,8 +157,19 @@ def reduce_row_groups(A, rows, row_ptr, *, check=True):
         Q = Matrix.from_coo(group, backend.to_host(rows), None, (G, A.nrows))
         return (Q.to(A.device) @ A).new()
     K = _kernels(A.device, "layer_sums")
-    out_ptr, idx, vals = K.group_row_sums(A.indptr, A.indices, A.values, rows, ptr, A.ncols)
+    out_ptr, idx, vals = K.group_row_sums(A.indptr, A.indices, A.values, rows, ptr, A.ncols,
+                                          total=_products(A, given))
     return Matrix._new(out_ptr, narrow_indices(idx, A.ncols), vals, (G, A.ncols))
+
+
+def _products(A, rows):
+    """The entries of A's rows ``rows``, summed on the host from A's host
+    row pointer when both are there (a GPU matrix's kept copy), else None."""
+    host_ptr = A._cache.get(HOST_INDPTR)
+    if host_ptr is None or A.device == backend.CPU or backend.device_of(rows) != backend.CPU:
+        return None
+    r = np.asarray(rows, np.int64)
+    return int((host_ptr[r + 1] - host_ptr[r]).sum())
 
 
 def _distinct_in_groups(func, arg, ids, group, n):
@@ -168,7 +182,8 @@ def _distinct_in_groups(func, arg, ids, group, n):
              "one repeated in its group")
 
 
-def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True):
+def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True,
+                     host_src=False):
     """One layer of layer-wise importance sampling, assembled from its draws.
 
     For each group ``g`` (a minibatch: row ``g`` of ``S`` holds its drawn
@@ -212,6 +227,11 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
         Check the arguments' shapes, ranges and the destinations' ids.
         Callers whose arrays spla made (a sampler's frontiers) pass False:
         on a GPU each check is a blocking read.
+    host_src : bool, default False
+        Also return ``src`` on the host when that costs no read: on a GPU,
+        when ``S`` keeps a host copy of its row pointer (``sample_rows`` of
+        a few rows does), ``src`` comes back in the read that sizes the
+        block.  A sampler's next layer then counts its work on the host.
 
     Returns
     -------
@@ -222,6 +242,9 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
         Each group's columns: its destinations, then its drawn columns not
         among them, ascending.
     src_ptr : 1-D int64 numpy array, shape (G + 1,)
+    src_host : 1-D int64 numpy array or None
+        With ``host_src`` only: ``src`` on the host, or None where it would
+        cost a read.
 
     Raises
     ------
@@ -251,8 +274,8 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
           xp.empty(0, np.int64)) if W is None else (W.indptr, W.indices, W.values,
                                                     xp.asarray(w_rows)))
     try:
-        out_ptr, idx, vals, src, src_ptr, host_ptr = _kernels(A.device, "layer_blocks"
-                                                              ).importance_layer(
+        out_ptr, idx, vals, src, src_ptr, host_ptr, src_host = _kernels(
+            A.device, "layer_blocks").importance_layer(
             A.indptr, A.indices, A.values, S.indptr, S.indices, dst, ptr, *w,
             xp.empty(0, W.dtype) if p is None else p, s, A.ncols,
             s_host_ptr=S._cache.get(HOST_INDPTR))
@@ -260,7 +283,7 @@ def importance_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, chec
         fail(InvalidValue, func, e.arg, e.expected, e.got)
     adj = Matrix._new(out_ptr, narrow_indices(idx, src.size), vals, (dst.size, src.size))
     adj._cache[HOST_INDPTR] = host_ptr
-    return adj, src, src_ptr
+    return (adj, src, src_ptr, src_host) if host_src else (adj, src, src_ptr)
 
 
 def _layer_args(func, A, S, dst, dst_ptr, s, W, w_rows, p, check):

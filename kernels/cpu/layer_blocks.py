@@ -304,6 +304,9 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     host_indptr : int64 numpy array
         ``indptr`` on the host (here ``indptr`` itself; the CUDA twin's
         reads it back with the block's size).
+    src_host : int64 numpy array or None
+        ``src`` on the host (here ``src`` itself; the CUDA twin's comes
+        back in its read given ``s_host_ptr``, else None).
 
     Examples
     --------
@@ -315,7 +318,7 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     >>> out = importance_layer(ptr, idx, val, np.array([0, 1]), np.array([1]), np.array([0]),
     ...                        np.array([0, 1]), e, e, np.zeros(0), e, np.array([0.5, 0.5]), 1)
     >>> [a.tolist() for a in out]
-    [[0, 2], [0, 1], [0.5, 0.5], [0, 1], [0, 2], [0, 2]]
+    [[0, 2], [0, 1], [0.5, 0.5], [0, 1], [0, 2], [0, 2], [0, 1]]
     """
     if int(dst.size) + int(s_idx.size) >= 2 ** 32:
         # Tags are 32 bits: a group's local ids must fit (no workload nears it).
@@ -336,4 +339,4 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
             pd.type(1), a_val.dtype.type(1), np.int64(a_ptr.size - 1 if ncols is None else ncols),
             out_type)
     indptr, indices, values, src, src_ptr = _layer(*args, _layer.parts(*args))
-    return indptr, indices, values, src, src_ptr, indptr
+    return indptr, indices, values, src, src_ptr, indptr, src

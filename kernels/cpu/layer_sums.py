@@ -14,8 +14,10 @@ from kernels.cpu.spgemm import spgemm
 from kernels.semiring_ops import ADD_PLUS, MUL_TIMES
 
 
-def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
-    """(indptr, indices, values) of the group sums (``row_ptr`` on the host).
+def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols, total=None):
+    """(indptr, indices, values) of the group sums (``row_ptr`` on the host;
+    ``total``, the products' count, is for the CUDA twin, which then reads
+    nothing for it).
 
     Examples
     --------

@@ -109,14 +109,15 @@ def _normalize(ptr, val, sums, one, long_min):
 
 
 def _columns_and_block(a_ptr, a_idx, s_ptr, s_idx, s_host_ptr, dst, dst_ptr, ncols):
-    """Steps 1 and 2: ``(out_ptr, out_idx, pos, host_ptr, src, src_ptr)``,
-    the pointers ``host_ptr`` and ``src_ptr`` on the host.
+    """Steps 1 and 2: ``(out_ptr, out_idx, pos, host_ptr, src, src_ptr,
+    src_host)``, the pointers ``host_ptr`` and ``src_ptr`` on the host, and
+    ``src_host`` a host copy of ``src`` or None.
 
     With the draws' row pointer on the host (``s_host_ptr``), each group's
     columns are bounded there (its destinations and its draws), so the
     block's tables are sized before the columns are counted and one read
-    brings both pointers back; otherwise the columns' pointer is read
-    first."""
+    brings both pointers and the columns back; otherwise the columns'
+    pointer is read first."""
     G = dst_ptr.size - 1
     groups = np.arange(G + 1, dtype=np.int64)
     if G > 0 and layer_groups.fits_compact(G, ncols):
@@ -124,9 +125,10 @@ def _columns_and_block(a_ptr, a_idx, s_ptr, s_idx, s_host_ptr, dst, dst_ptr, nco
             kept, kept_ptr = layer_groups.kept_columns_unread(s_ptr, s_idx, groups, dst,
                                                               dst_ptr, ncols)
             bound = np.diff(dst_ptr) + np.diff(np.asarray(s_host_ptr, np.int64))
-            out_ptr, out_idx, pos, host_ptr, src_ptr = layer_groups.extract_groups_unread_cols(
-                a_ptr, a_idx, dst, dst_ptr, kept, kept_ptr, bound, ncols)
-            return out_ptr, out_idx, pos, host_ptr, kept[:int(src_ptr[G])], src_ptr
+            out_ptr, out_idx, pos, host_ptr, src_ptr, src_host = (
+                layer_groups.extract_groups_unread_cols(a_ptr, a_idx, dst, dst_ptr, kept,
+                                                        kept_ptr, bound, ncols))
+            return out_ptr, out_idx, pos, host_ptr, kept[:int(src_ptr[G])], src_ptr, src_host
         src, src_ptr = layer_groups.kept_columns(s_ptr, s_idx, groups, dst, dst_ptr, ncols)
     else:
         _, _, src, src_ptr, _ = _groups.compact_groups(s_ptr, s_idx, groups, dst, dst_ptr,
@@ -134,7 +136,7 @@ def _columns_and_block(a_ptr, a_idx, s_ptr, s_idx, s_host_ptr, dst, dst_ptr, nco
         src_ptr = np.asarray(src_ptr, np.int64)
     out_ptr, out_idx, pos, _, host_ptr = layer_groups.extract_groups(
         a_ptr, a_idx, dst, dst_ptr, src, src_ptr, ncols, check=False, with_host_ptr=True)
-    return out_ptr, out_idx, pos, host_ptr, src, src_ptr
+    return out_ptr, out_idx, pos, host_ptr, src, src_ptr, None
 
 
 def _constants(xp, dtype):
@@ -150,11 +152,12 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
     (the same arguments and results).  ``dst_ptr`` is a host array; the
     others are on the device (``w_rows`` too, when ``p`` is empty), but for
     ``s_host_ptr``, a host copy of ``s_ptr`` if the caller has one (a read
-    fewer)."""
+    fewer, and ``src`` comes back on the host too: the last result, None
+    without it)."""
     xp = _xp(a_ptr)
     ncols = int(a_ptr.size - 1 if ncols is None else ncols)
     dst_ptr = np.asarray(dst_ptr, np.int64)
-    out_ptr, out_idx, pos, host_ptr, src, src_ptr = _columns_and_block(
+    out_ptr, out_idx, pos, host_ptr, src, src_ptr, src_host = _columns_and_block(
         a_ptr, a_idx, s_ptr, s_idx, s_host_ptr, dst, dst_ptr, ncols)
     pd = p.dtype if p.size else w_val.dtype
     # Every probability in one dtype (see the CPU twin); casts only where needed.
@@ -177,4 +180,4 @@ def importance_layer(a_ptr, a_idx, a_val, s_ptr, s_idx, dst, dst_ptr, w_ptr, w_i
         # A block per row at most, so that long rows spread over the grid.
         launch(_normalize, dst.size * BLOCK, out_ptr, out_val, sums, a_val.dtype.type(1),
                np.int64(LONG_MIN))
-    return out_ptr, out_col, out_val, src, src_ptr, host_ptr
+    return out_ptr, out_col, out_val, src, src_ptr, host_ptr, src_host

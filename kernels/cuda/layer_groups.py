@@ -353,18 +353,21 @@ def _row_group(row_ptr, i):
 
 
 @cuda.jit(cache=True)
-def _extract_count(ptr, idx, rows, row_ptr, toff, tbits, table, cnt, copy_src, copy_dst,
-                   long_row):
+def _extract_count(ptr, idx, rows, row_ptr, toff, tbits, table, cnt, src_a, dst_a, src_b,
+                   dst_b, long_row):
     """``cnt[i + 1]``: entries of output row ``i`` whose column its group
     selects (``cnt[0] = 0``: the scan makes the row pointer).  A thread per
     row of at most ``long_row`` entries, a block per longer row.  Also
-    copies ``copy_src`` into ``copy_dst`` (a launch fewer than a copy)."""
+    copies ``src_a`` into ``dst_a`` and ``src_b`` into ``dst_b`` (launches
+    fewer than copies)."""
     sh = cuda.shared.array(BLOCK, np.int64)
     start = cuda.grid(1)
     if start == 0:
         cnt[0] = 0
-    for g in range(start, copy_src.size, cuda.gridsize(1)):
-        copy_dst[g] = copy_src[g]
+    for g in range(start, src_a.size, cuda.gridsize(1)):
+        dst_a[g] = src_a[g]
+    for g in range(start, src_b.size, cuda.gridsize(1)):
+        dst_b[g] = src_b[g]
     for i in range(start, rows.size, cuda.gridsize(1)):
         r = rows[i]
         if ptr[r + 1] - ptr[r] > long_row:
@@ -464,18 +467,22 @@ def extract_groups(ptr, idx, rows, row_ptr, cols, col_ptr, ncols, check=True,
 
 def extract_groups_unread_cols(ptr, idx, rows, row_ptr, cols, col_ptr, col_bound, ncols):
     """``extract_groups`` (columns distinct within each group, not checked)
-    with the column pointer still on the device, as ``kept_columns_unread``
-    leaves it: the groups' tables are sized by ``col_bound`` (host, each
-    group's most columns), and the one read brings back both pointers.
+    with the columns and their pointer still on the device, as
+    ``kept_columns_unread`` leaves them: the groups' tables are sized by
+    ``col_bound`` (host, each group's most columns; ``cols`` holds at least
+    their sum), and the one read brings back both pointers and the columns.
 
-    Returns ``(indptr, indices, src, host indptr, host col_ptr)``.
+    Returns ``(indptr, indices, src, host indptr, host col_ptr, host cols)``,
+    the host columns ``host col_ptr[-1]`` long.
     """
     xp = _xp(ptr)
     bound = np.asarray(col_bound, np.int64)
-    out_ptr, out_idx, src, _, host_ptr, host_cols = _extract(
+    out_ptr, out_idx, src, _, host_ptr, tail = _extract(
         xp, ptr, idx, rows, row_ptr, cols, col_ptr, bound, int(bound.sum()), ncols, False,
         True)
-    return out_ptr, out_idx, src, host_ptr, host_cols
+    G = row_ptr.size - 1
+    host_col_ptr = tail[:G + 1]
+    return out_ptr, out_idx, src, host_ptr, host_col_ptr, tail[G + 1:G + 1 + host_col_ptr[G]]
 
 
 def _extract(xp, ptr, idx, rows, row_ptr, cols, cp, sizes, last, ncols, check, read_cols):
@@ -502,13 +509,15 @@ def _extract(xp, ptr, idx, rows, row_ptr, cols, cp, sizes, last, ncols, check, r
             d = int(to_host(dup)[0])
             first_dup = int(TOP - d) if d >= 0 else -1
     cnt = xp.empty(nr + 1, np.int64)
-    # The row pointer, then (with ``read_cols``) a copy of the column
-    # pointer: one read brings both.
-    both = xp.empty(nr + 1 + (G + 1 if read_cols else 0), np.int64)
+    # The row pointer, then (with ``read_cols``) copies of the column
+    # pointer and the columns: one read brings all three.
+    both = xp.empty(nr + 1 + (G + 1 + n_cols if read_cols else 0), np.int64)
     # A block per row at most, so that long rows spread over the grid.
     long_row = long_row_for(last)
-    launch(_extract_count, nr * BLOCK, ptr, idx, rows, rp, dtoff, dbits, table, cnt,
-           cp if read_cols else cp[:0], both[nr + 1:], long_row)
+    copies = ((cp, both[nr + 1:nr + G + 2], cols[:n_cols], both[nr + G + 2:]) if read_cols
+              else (cp[:0], both[:0], cols[:0], both[:0]))
+    launch(_extract_count, nr * BLOCK, ptr, idx, rows, rp, dtoff, dbits, table, cnt, *copies,
+           long_row)
     out_ptr = scan(xp, cnt, out=both[:nr + 1])
     host = np.asarray(to_host(both), np.int64)
     host_ptr = host[:nr + 1]

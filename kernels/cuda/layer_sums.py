@@ -184,11 +184,13 @@ def _sum(segoff, rk, vv, zero, skey, n, out_val, out_ptr):
         out_ptr[g] = lower_bound(skey, 0, skey.size, g * n)
 
 
-def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
+def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols, total=None):
     """(indptr, indices, values) of the group sums; see the module docstring.
 
     ``rows`` an int64 device array (distinct within each group), ``row_ptr``
-    a host int64 array, ``a_val`` A's (float) values.  Indices come back in
+    a host int64 array, ``a_val`` A's (float) values; ``total``, the
+    products' count when the caller knows it (the selected rows' degrees
+    summed on the host), saves step 1's read.  Indices come back in
     ``index_dtype(ncols)``, written so by the kernel (a cast would be a
     launch more).
     """
@@ -200,7 +202,7 @@ def group_row_sums(a_ptr, a_idx, a_val, rows, row_ptr, ncols):
     deg = xp.empty(R + 1, np.int64)
     launch(_degrees, R, a_ptr, rows, deg)
     poff = scan(xp, deg)
-    T = int(to_host(poff[R:])[0])
+    T = int(to_host(poff[R:])[0]) if total is None else int(total)
     if T == 0:
         return (xp.asarray(np.zeros(G + 1, np.int64)), xp.empty(0, index_dtype(int(n))),
                 xp.empty(0, a_val.dtype))

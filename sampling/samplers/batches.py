@@ -264,6 +264,9 @@ class Batches:
     #: Whether the ids were checked (range, distinct per minibatch); False
     #: when the sampler's GPU hops check them as they go
     checked: bool = True
+    #: ``nodes`` on the host (numpy) when the minibatches were given there,
+    #: else None: a sampler may count its first layer's work from them
+    nodes_host: object = None
 
     @property
     def k(self):
@@ -322,7 +325,8 @@ def stack_batches(func, batches, n, xp, batch_ids=None, check_ids=True):
             fail(DimensionMismatch, func, "batch_ids", f"{len(arrays)} ids", len(ids))
     if ids and (max(ids) + 1) * n >= 2 ** 63:
         fail(InvalidValue, func, "batch_ids", "ids with id * n_vertices < 2**63", max(ids))
-    return Batches(xp.asarray(nodes), xp.asarray(ptr), ids, ptr, check_ids)
+    return Batches(xp.asarray(nodes), xp.asarray(ptr), ids, ptr, check_ids,
+                   nodes if host else None)
 
 
 def _check_ids(func, arrays, nodes, sizes, n):

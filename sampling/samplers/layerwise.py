@@ -102,7 +102,7 @@ class _LayerWise(Sampler):
         # structural graphs are sampled from float32 values.
         self.A = row_normalized_with_self_loops(A, row_ids=rows) if normalize else (
             A.astype(np.float32) if A.values is None or A.dtype.kind in "iu" else A)
-        self.A_sq = apply(self.A, "square")
+        self.A_sq = _with_host_indptr(apply(self.A, "square"))
         if D is not None:
             self.D = _distributed_like(D, self.A)
 
@@ -142,11 +142,11 @@ class _LayerWise(Sampler):
             dst = min(float(n), dst + s)
         return int(total) + 4096
 
-    def _probabilities(self, dst, dst_ptr, k, A_sq):
+    def _probabilities(self, dst, dst_ptr, k, A_sq, dst_host=None):
         """(P, W, rows): P (k x n, one row per minibatch, possibly lazy) to
         sample from, and a materialised matrix W whose row ``rows[g]`` holds
         minibatch g's weights (probabilities once its row is normalised);
-        ``rows`` on the host."""
+        ``rows`` on the host.  ``dst_host``: ``dst`` on the host, or None."""
         raise NotImplementedError
 
     def _column_probabilities(self):
@@ -163,12 +163,16 @@ class _LayerWise(Sampler):
         # ends and sizes from them, where device pointers cost a blocking
         # read each time; one read per layer brings the new sources' pointer.
         dst, dst_ptr = B.nodes, B.ptr_host
+        # The destinations on the host too, when that cost no read (the
+        # minibatches given there; then each layer's columns, brought back
+        # with its block): LADIES counts its sums' work from them.
+        dst_host = B.nodes_host if self.D is None else None
         layers = []
         for hop, s in enumerate(self.config.layer_sizes):
             # Rows of Â for this layer's destinations (fetched when distributed).
             A = self._rows(self.A, self.D, dst)
             A_sq = self.A_sq if self.D is None else apply(A, "square")
-            P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq)
+            P, W, prow = self._probabilities(dst, dst_ptr, k, A_sq, dst_host)
             # Â's rows sum to 1, so P's weights are finite: checked already.
             # Only which vertices were drawn matters here: no values.
             S = sample_rows(P, s, seed=seed, stream=stream_of(epoch, hop), row_ids=ids,
@@ -176,11 +180,12 @@ class _LayerWise(Sampler):
             # The frontiers are spla's own (in range, distinct per group):
             # no checks, which on a GPU are blocking reads.
             p = self._column_probabilities()
-            adj, src, src_ptr = importance_layer(
+            adj, src, src_ptr, src_host = importance_layer(
                 A, S, dst, dst_ptr, s, W=W if p is None else None,
-                w_rows=prow if p is None else None, p=p, check=False)
+                w_rows=prow if p is None else None, p=p, check=False,
+                host_src=self.D is None)
             layers.append((adj, dst, dst_ptr, src, src_ptr))
-            dst, dst_ptr = src, src_ptr
+            dst, dst_ptr, dst_host = src, src_ptr, src_host
         return layers
 
 
@@ -212,9 +217,11 @@ class LADIES(_LayerWise):
     ([0, 1], True)
     """
 
-    def _probabilities(self, dst, dst_ptr, k, A_sq):
-        # Q @ (Â ∘ Â) for the group selection Q: summed group by group.
-        P = reduce_row_groups(A_sq, dst, dst_ptr, check=False)
+    def _probabilities(self, dst, dst_ptr, k, A_sq, dst_host=None):
+        # Q @ (Â ∘ Â) for the group selection Q: summed group by group (the
+        # work counted on the host from host destinations: a read fewer).
+        P = reduce_row_groups(A_sq, dst if dst_host is None else dst_host, dst_ptr,
+                              check=False)
         return P, P, np.arange(k)
 
 
@@ -253,7 +260,7 @@ class FastGCN(_LayerWise):
     def _column_probabilities(self):
         return self._p_dense
 
-    def _probabilities(self, dst, dst_ptr, k, A_sq):
+    def _probabilities(self, dst, dst_ptr, k, A_sq, dst_host=None):
         xp = self.A.xp
         ptr = np.arange(k + 1, dtype=np.int64)
         # Its rows' lengths are known here: the fused path reads them from
@@ -262,6 +269,15 @@ class FastGCN(_LayerWise):
                                     (k, 1), check=False, copy=False, host_indptr=ptr)
         # Lazy: sampled by the fused path from the one global row.
         return pick_row0 @ self._global, self._global, np.zeros(k, np.int64)
+
+
+def _with_host_indptr(M):
+    """``M``, on a GPU with a host copy of its row pointer (one read, once):
+    LADIES' sums count their work from it instead of reading it per layer."""
+    if M.device == backend.CPU:
+        return M
+    return Matrix.from_csr(M.indptr, M.indices, M.values, M.shape, check=False, copy=False,
+                           host_indptr=backend.to_host(M.indptr))
 
 
 def _distributed_like(D, local):
