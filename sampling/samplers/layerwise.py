@@ -272,8 +272,9 @@ class FastGCN(_LayerWise):
 
 
 def _with_host_indptr(M):
-    """``M``, on a GPU with a host copy of its row pointer (one read, once):
-    LADIES' sums count their work from it instead of reading it per layer."""
+    """``M``, on a GPU with a host copy of its row pointer (one read, once;
+    8 bytes of host memory a vertex): LADIES' sums count their work from it
+    instead of reading it per layer."""
     if M.device == backend.CPU:
         return M
     return Matrix.from_csr(M.indptr, M.indices, M.values, M.shape, check=False, copy=False,
