@@ -182,10 +182,10 @@ class _LayerWise(Sampler):
             p = self._column_probabilities()
             adj, src, src_ptr, src_host = importance_layer(
                 A, S, dst, dst_ptr, s, W=W if p is None else None,
-                w_rows=prow if p is None else None, p=p, check=False,
-                host_src=self.D is None)
+                w_rows=prow if p is None else None, p=p, check=False, host_src=True)
             layers.append((adj, dst, dst_ptr, src, src_ptr))
-            dst, dst_ptr, dst_host = src, src_ptr, src_host
+            dst, dst_ptr = src, src_ptr
+            dst_host = src_host if self.D is None else None
         return layers
 
 

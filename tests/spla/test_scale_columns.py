@@ -63,7 +63,8 @@ def test_ladies_kept_probabilities_equal_the_normalised_rows(monkeypatch, normal
     batches = [rng.choice(A.nrows, 15, replace=False) for _ in range(3)]
     new = LADIES(A, [40, 30], normalize=normalize).sample(batches, seed=9)
 
-    def old_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True):
+    def old_layer(A, S, dst, dst_ptr, s, *, W=None, w_rows=None, p=None, check=True,
+                  host_src=False):
         one = np.arange(len(dst_ptr), dtype=np.int64)
         _, src, src_ptr = spla.compact_columns_blockwise(S, one, first=dst, first_ptr=dst_ptr)
         adj = spla.extract_blockwise(A, dst, dst_ptr, src, src_ptr)
@@ -71,7 +72,7 @@ def test_ladies_kept_probabilities_equal_the_normalised_rows(monkeypatch, normal
         p_col = spla.reduce_rowwise(spla.transpose(kept), "plus")
         scale = np.where(p_col > 0, 1.0 / (s * np.where(p_col > 0, p_col, 1.0)), 0.0)
         adj = spla.normalize_rows(scale_columns(adj, scale.astype(adj.dtype)))
-        return adj, src, src_ptr
+        return (adj, src, src_ptr, None) if host_src else (adj, src, src_ptr)
 
     monkeypatch.setattr(layerwise, "importance_layer", old_layer)
     assert_same_blocks(new, LADIES(A, [40, 30], normalize=normalize).sample(batches, seed=9))
