@@ -381,7 +381,7 @@ class Matrix:
     @property
     def nvals(self):
         """Stored entries: ``nnz`` by its GraphBLAS name (``Vector.nvals``)."""
-        return int(self._indices.size)
+        return self.nnz
 
     @property
     def dtype(self):

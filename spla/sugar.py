@@ -36,10 +36,9 @@ array([[0., 3.]])
 array([4., 6.])
 """
 
-import sys
-
 import numpy as np
 
+from spla import backend
 from spla import mask as _mask  # noqa: F401 - binds Matrix.S / .V and Vector.S / .V
 from spla.exceptions import IndexOutOfRange
 from spla.extract import extract
@@ -53,10 +52,7 @@ from spla.vector import Vector
 
 def _dense(x):
     """Whether ``x`` is a numpy or cupy array: ``@``'s dense operand."""
-    if isinstance(x, np.ndarray):
-        return True
-    cp = sys.modules.get("cupy")
-    return cp is not None and isinstance(x, cp.ndarray)
+    return isinstance(x, np.ndarray) or backend.device_of(x) == backend.CUDA
 
 
 def _matmul(self, other):

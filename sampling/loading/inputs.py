@@ -49,13 +49,14 @@ class Inputs:
         need_torch = features is not None or labels is not None
         self.torch = require_torch(func) if need_torch else None
         self.device = as_device(func, device, self.torch)
+        on_cuda = getattr(self.device, "type", self.device) == "cuda"
         if self.kind == "sparse" and self.features.device != backend.CPU:
-            if getattr(self.device, "type", self.device) == "cuda":
+            if on_cuda:
                 # Gathered where they are: a fill and a kernel per bulk, no copy.
                 self.kind = "devsparse"
             else:
                 self.features = self.features.to(backend.CPU)
-        if self.kind == "devcache" and getattr(self.device, "type", self.device) != "cuda":
+        if self.kind == "devcache" and not on_cuda:
             fail(InvalidValue, func, "device", "a CUDA device ('cuda', 'cuda:0') when "
                  "'features' is a DeviceFeatureCache (its rows are gathered on the GPU)",
                  describe(device))
