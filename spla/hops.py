@@ -36,6 +36,8 @@ from spla.structure import compact_columns_blockwise, split_blocks
 ALL = -1
 #: Bulks of at least this many groups size the fused hops by the last bulk's growth.
 GROWTH_MIN_GROUPS = 4
+#: ``Matrix._cache`` key of the fused hops' scratch kept between bulks.
+HOP_SCRATCH = "hop_scratch"
 
 
 def selection(vertices, n):
@@ -304,10 +306,13 @@ def _fused(hops, M, seeds, ptr, ids, ks, seed, streams, replace, weighted, name_
             name_bad_seed()  # raises, naming the seed
             raise
 
+    # The kernels' scratch that outlives a bulk (the GPU's occurrence table,
+    # which the next bulk then need not clear), kept with A.
+    kept = M._cache.setdefault(HOP_SCRATCH, {})
     launched = checked(lambda: hops.launch_hops(
         M.indptr, M.indices, a_vals, weighted, prefix, positives, modes, seeds, ptr, ids, ks,
         seed, streams, replace, value_mode, value_dtype, index_dtype(M.ncols),
-        growth=M._cache.get(key) if ptr.size > GROWTH_MIN_GROUPS else None))
+        growth=M._cache.get(key) if ptr.size > GROWTH_MIN_GROUPS else None, kept=kept))
 
     def finish():
         raw, growth = checked(launched.finish)

@@ -464,13 +464,14 @@ def _hop(a_ptr, a_idx, nodes, gptr, gids, k, seed, stream, parts, out_type):
 
 def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
                 nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
-                index_dtype, growth=None):
+                index_dtype, growth=None, kept=None):
     """Fused node-wise hops (uniform, without replacement; see ``fusable``).
 
     The arguments and the result are ``kernels.cuda.hops.sample_hops``'s
     (the weights' arrays, ``value_mode`` and ``value_dtype`` are unused:
     the blocks are structural; ``growth`` is ignored and None returned, as
-    host arrays need no sizing ahead).
+    host arrays need no sizing ahead; ``kept`` is ignored: the workers'
+    scratch is theirs, per call).
 
     Examples
     --------

@@ -34,10 +34,11 @@ thread per row, which also sorts the row: a thread per position followed
 by a sorting step took longer in all, at every bulk size measured
 (``docs/design.rst``).
 
-The table is either dense (``G * n`` slots, one per (group, column)) or an
-open-addressing hash table; a hop's entries carry a stamp in their high bits
-that is smaller than every earlier hop's, so the atomic minimum overrides
-the last hop's entry and one table serves all hops of a bulk, cleared once.
+The table (``kernels.cuda.hop_table``) is either dense (``G * n`` slots,
+one per (group, column)) or an open-addressing hash table; a hop's entries
+carry a stamp in their high bits that is smaller than every earlier hop's,
+so the atomic minimum overrides the last hop's entry and one table serves
+all hops of a bulk, and a caller's later bulks, cleared once.
 
 Outputs are sized before the bulk starts, so nothing waits on the device
 between hops; the true sizes (the per-group pointers of every hop) come
@@ -60,74 +61,36 @@ from numba import cuda
 
 from kernels import its as _its
 from kernels.common import BAD_RANGE, BAD_REPEAT, BadSeeds
-from kernels.common import hash_slot as _hash_slot
 from kernels.common import lower_bound as _lower_bound
 from kernels.common import row_key as _row_key
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
 from kernels.cuda._util import SIM, _xp, device, full, launch, scan, to_host
+from kernels.cuda.hop_table import claim as _claim
+from kernels.cuda.hop_table import find as _find
+from kernels.cuda.hop_table import table_key as _table_key
+from kernels.cuda import hop_table
 
 sample_one_row = device(_its.sample_one_row)
 row_key = device(_row_key)
 lower_bound = device(_lower_bound)
-hash_slot = device(_hash_slot)
 sort_pairs = device(_sort_pairs)
 sort_range = device(_sort_range)
 _slots = device(_its.slots)
 row_draw_params = device(_its.row_draw_params)
 
-#: A free slot of the hash table's keys.
-EMPTY = np.int64(-1)
-#: Sequence positions take the low 48 bits of a table entry, the hop's stamp
-#: the bits above (``STAMP_TOP - hop``: later hops are smaller).
-POS_BITS = 48
-STAMP_TOP = 255
 #: The largest number of hops of one bulk (``stream_of`` keys at most 256 layers).
-MAX_HOPS = STAMP_TOP
-#: A table entry no hop has written.
-UNSET = np.int64(2 ** 63 - 1)
+MAX_HOPS = 255
 #: The low half of a packed flag (heads); the high half counts picks.
 LOW = np.int64(2 ** 32 - 1)
 PICK = np.int64(2 ** 32)
 #: Slots per row above which the fused hop is not used (a row's picks are
 #: sorted by one thread).
 MAX_SLOTS = 1024
-#: Dense tables up to this many slots (8 bytes each); hash tables beyond.
-DENSE_SLOTS = 1 << 28
 #: The hops check their seeds as they go, their range and their repeats
 #: (``BadSeeds``): a caller need not read them back before a bulk.
 CHECKS_SEED_REPEATS = True
 CHECKS_SEED_RANGE = True
-
-
-@cuda.jit(device=True)
-def _claim(keys, bits, key):
-    """The table slot of ``key``, taken for it if free (dense: the key itself);
-    -1 when the table is full (a bulk that outgrew its estimated sizes)."""
-    if keys.size == 0:
-        return key
-    mask = (np.int64(1) << bits) - 1
-    s = hash_slot(key, bits)
-    for _ in range(keys.size):
-        k = cuda.atomic.cas(keys, s, EMPTY, key)
-        if k == EMPTY or k == key:
-            return s
-        s = (s + 1) & mask
-    return -1
-
-
-@cuda.jit(device=True)
-def _find(keys, bits, key):
-    """The table slot holding ``key`` (claimed earlier in the hop), or -1."""
-    if keys.size == 0:
-        return key
-    mask = (np.int64(1) << bits) - 1
-    s = hash_slot(key, bits)
-    for _ in range(keys.size):
-        if keys[s] == key:
-            return s
-        s = (s + 1) & mask
-    return -1
 
 
 @cuda.jit(device=True)
@@ -139,7 +102,7 @@ def _group(gp, i):
 @cuda.jit(cache=True)
 def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_prefix,
                 a_positives, a_modes, k, W, seed, stream, replace, value_mode, keys, tags,
-                bits, stamp, col, pv, ncnt, over, bad):
+                bits, by_vertex, stamp, col, pv, ncnt, over, bad):
     """Step 1: each row's picks (columns, values) into its ``W`` slots, and
     every occurrence into the table (earliest sequence position wins).
     A frontier larger than the capacity (``ncnt.size`` rows) sets ``over``;
@@ -184,9 +147,8 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
         base = gp[g] * (W + 1)
         size = gp[g + 1] - gp[g]
         r = i - gp[g]
-        gk = g * n
         ncnt[i] = d
-        s = _claim(keys, bits, gk + v)
+        s = _claim(keys, bits, _table_key(g, v, n, G, by_vertex))
         if s < 0:
             over[0] = 1
             return
@@ -198,7 +160,7 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
                 pv[o + t] = a_values[q]
             c = np.int64(a_indices[q])
             col[o + t] = c
-            s = _claim(keys, bits, gk + c)
+            s = _claim(keys, bits, _table_key(g, c, n, G, by_vertex))
             if s < 0:
                 over[0] = 1
                 return
@@ -206,7 +168,8 @@ def _hop_sample(fr, gp, gid, n, a_indptr, a_indices, a_values, a_has_values, a_p
 
 
 @cuda.jit(cache=True)
-def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flags, over, bad):
+def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, by_vertex, stamp, col, ncnt, hpos, flags,
+               over, bad):
     """Step 2: the packed head and pick flags of every sequence position
     (zero past the last row, up to the capacity the scan covers), and each
     pick's head position.  A thread per sequence position, not per row:
@@ -241,7 +204,7 @@ def _hop_flags(fr, gp, n, W, cap, keys, tags, bits, stamp, col, ncnt, hpos, flag
                 flags[q] = 0
                 continue
             c = col[i * W + t]
-        s = _find(keys, bits, g * n + c)
+        s = _find(keys, bits, _table_key(g, c, n, G, by_vertex))
         if s < 0:
             over[0] = 1
             return
@@ -342,18 +305,6 @@ def _bytes(caps, ks, G, idx_bytes, val_bytes):
     return total
 
 
-def _table(xp, G, n, caps, table):
-    """(keys, tags, bits) of the occurrence table; dense unless too large or asked."""
-    dense = table == "dense" or (table is None and G * n <= DENSE_SLOTS)
-    if dense:
-        return xp.empty(0, np.int64), full(xp, G * n, UNSET, np.int64), 0
-    distinct = min(sum(caps[1:]), G * n)
-    bits = 4
-    while (1 << bits) < 2 * distinct:
-        bits += 1
-    return full(xp, 1 << bits, EMPTY, np.int64), full(xp, 1 << bits, UNSET, np.int64), bits
-
-
 #: Capacities from a previous bulk's growth: ``MARGIN`` times the frontier
 #: that growth predicts, plus ``SLACK`` rows per group.
 MARGIN = 1.25
@@ -373,7 +324,7 @@ def _estimated(bounds, growth, G):
 
 def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
                 nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
-                index_dtype, budget=None, table=None, growth=None):
+                index_dtype, budget=None, table=None, growth=None, kept=None):
     """Fused node-wise hops; see the module docstring.
 
     Parameters
@@ -409,6 +360,11 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
         a margin instead of for the worst case (far smaller scans, tables
         and grids); a bulk that outgrows them is detected on the device and
         run again at the worst-case sizes, so the blocks never depend on it.
+    kept : dict, optional
+        A holder the caller keeps between bulks (e.g. with the graph): a
+        dense occurrence table is taken from it and left there after the
+        bulk, so that the next bulk need not clear one
+        (``kernels.cuda.hop_table``).  Not shared by two bulks at once.
 
     Returns
     -------
@@ -426,12 +382,12 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
     return launch_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives,
                        a_modes, nodes, ptr, group_ids, ks, seed, streams, replace, value_mode,
                        value_dtype, index_dtype, budget=budget, table=table,
-                       growth=growth).finish()
+                       growth=growth, kept=kept).finish()
 
 
 def launch_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes,
                 nodes, ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype,
-                index_dtype, budget=None, table=None, growth=None):
+                index_dtype, budget=None, table=None, growth=None, kept=None):
     """``sample_hops``'s launches, without its read: a ``LaunchedHops``.
 
     The arguments are ``sample_hops``'s.  The bulk's kernels are queued on
@@ -458,10 +414,10 @@ def launch_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
     caps = _estimated(bounds, growth, G)
     stream = _current_stream(xp)
     if caps != bounds and _bytes(caps, ks, G, idx_bytes, val_bytes) <= budget:
-        raw, flat = _run(*args, caps=caps, exact=False, table=table)
-        return LaunchedHops(raw, flat, ptr, stream, (args, bounds, exact, table))
-    raw, flat = _run(*args, caps=bounds, exact=exact, table=table)
-    return LaunchedHops(raw, flat, ptr, stream, None)
+        raw, flat, tab = _run(*args, caps=caps, exact=False, table=table, kept=kept)
+        return LaunchedHops(raw, flat, ptr, stream, tab, kept, (args, bounds, exact, table))
+    raw, flat, tab = _run(*args, caps=bounds, exact=exact, table=table, kept=kept)
+    return LaunchedHops(raw, flat, ptr, stream, tab, kept, None)
 
 
 def _current_stream(xp):
@@ -478,8 +434,9 @@ class LaunchedHops:
     called from another thread or outside the launch's stream context.
     """
 
-    def __init__(self, raw, flat, ptr, stream, rerun):
+    def __init__(self, raw, flat, ptr, stream, tab, kept, rerun):
         self._raw, self._flat, self._ptr, self._stream = raw, flat, ptr, stream
+        self._tab, self._kept = tab, kept
         # (arguments, bounds, exact, table) when the sizes are an estimate
         # that the bulk may outgrow: it then runs again at the bounds.
         self._rerun = rerun
@@ -489,15 +446,18 @@ class LaunchedHops:
             return self._finish()
 
     def _finish(self):
-        raw, host = self._raw, to_host(self._flat)
-        self._raw = self._flat = None
-        _refuse_bad_seeds(host)
-        if host[-1] and self._rerun is not None:
-            del raw  # outgrown: the worst-case sizes
-            args, bounds, exact, table = self._rerun
-            raw, flat = _run(*args, caps=bounds, exact=exact, table=table)
-            host = to_host(flat)
+        raw, host, tab = self._raw, to_host(self._flat), self._tab
+        self._raw = self._flat = self._tab = None
+        try:
             _refuse_bad_seeds(host)
+            if host[-1] and self._rerun is not None:
+                del raw  # outgrown: the worst-case sizes (a dense table carries on)
+                args, bounds, exact, table = self._rerun
+                raw, flat, tab = _run(*args, caps=bounds, exact=exact, table=table, tab=tab)
+                host = to_host(flat)
+                _refuse_bad_seeds(host)
+        finally:  # read back: no kernel of the bulk uses the table any more
+            hop_table.give_back(tab, self._kept)
         return _trimmed(raw, host, self._ptr)
 
 
@@ -512,15 +472,19 @@ def _refuse_bad_seeds(host):
 
 def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_modes, nodes,
          ptr, group_ids, ks, seed, streams, replace, value_mode, value_dtype, index_dtype, *,
-         caps, exact, table):
+         caps, exact, table, kept=None, tab=None):
     """The hops' launches at capacities ``caps``: (raw outputs, the device array of
-    their sizes, bad-seed and overflow flags, to read back once)."""
+    their sizes, bad-seed and overflow flags, to read back once, and the
+    occurrence table: ``tab`` when it is a dense one with stamps left, else
+    one from ``hop_table.table_for``)."""
     xp = _xp(a_indptr)
     n = a_indptr.size - 1
     G = ptr.size - 1
     L = len(ks)
     has_vals = value_mode != 0
-    keys, tags, bits = _table(xp, G, n, caps, table)
+    if tab is None or not tab.dense or tab.top + 1 < L:
+        tab = hop_table.table_for(xp, G, n, L, sum(caps[1:]), table, kept)
+    keys, tags, bits, by_vertex = tab.keys, tab.tags, np.int64(tab.bits), tab.by_vertex
     # Every hop's group pointers, the bad-seed flag and, last, the overflow
     # flag: one read.
     flat = full(xp, L * 2 * (G + 1) + 2, 0, np.int64)
@@ -536,7 +500,7 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
     for h, k in enumerate(ks):
         W = int(k)
         w1 = W + 1
-        stamp = np.int64((STAMP_TOP - h) << POS_BITS)
+        stamp = tab.next_stamp()
         col = xp.empty(cap * W, np.int64)
         pv = xp.empty(cap * W, value_dtype) if has_vals else empty_v
         ncnt = xp.empty(cap, np.int64)
@@ -544,11 +508,11 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
                np.int64(a_has_values), a_prefix, a_positives, a_modes, np.int64(W),
                np.int64(W), np.uint64(seed), np.uint64(streams[h]), np.int64(replace),
                np.int64(value_mode),
-               keys, tags, np.int64(bits), stamp, col, pv, ncnt, over, bad)
+               keys, tags, bits, by_vertex, stamp, col, pv, ncnt, over, bad)
         hpos = xp.empty(cap * W, np.int64)
         flags = xp.empty(cap * w1, np.int64)
         launch(_hop_flags, cap * w1, fr, gp, np.int64(n), np.int64(W), np.int64(cap), keys, tags,
-               np.int64(bits), stamp, col, ncnt, hpos, flags, over, bad)
+               bits, by_vertex, stamp, col, ncnt, hpos, flags, over, bad)
         incl = scan(xp, flags)
         next_cap = caps[h + 1] if not exact else min(cap * w1, G * n)
         bptr = xp.empty(cap + G, np.int64)
@@ -564,7 +528,7 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
             cap = int(to_host(kp[G:])[0])
         else:
             cap = next_cap
-    return raw, flat
+    return raw, flat, tab
 
 
 def _trimmed(raw, flat, ptr):

@@ -81,9 +81,12 @@ MODES = {
 }
 
 
+@pytest.mark.parametrize("order", ["group", "vertex"])
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_sim_graphsage_gpu_equals_cpu(cp, mode):
+def test_sim_graphsage_gpu_equals_cpu(cp, mode, order, monkeypatch):
+    """Every draw mode, with the occurrence table in either slot order."""
     from sampling import GraphSAGE
+    monkeypatch.setattr("kernels.cuda.hop_table.TABLE_ORDER", order)
     A, W = _graph()
     kw = dict(MODES[mode])
     G = W if kw.get("weighted") else A
@@ -123,11 +126,15 @@ def test_sim_graphsage_one_minibatch_equals_its_bulk(cp):
         assert_same_minibatches([alone], [bulk[i]])
 
 
-@pytest.mark.parametrize("table, exact", [("hash", False), ("dense", True), ("hash", True)])
-def test_sim_hop_tables_and_exact_sizes(cp, table, exact):
-    """Both occurrence tables, and the exact sizing taken when the bounds do not fit."""
+@pytest.mark.parametrize("order", ["group", "vertex"])
+@pytest.mark.parametrize("table, exact", [("hash", False), ("dense", False), ("dense", True),
+                                          ("hash", True)])
+def test_sim_hop_tables_and_exact_sizes(cp, table, exact, order, monkeypatch):
+    """Both occurrence tables in both slot orders, and the exact sizing taken
+    when the bounds do not fit."""
     import spla
     from kernels import opcount
+    monkeypatch.setattr("kernels.cuda.hop_table.TABLE_ORDER", order)
     A, W = _graph(seed=4)
     seeds = _seeds(A.nrows, k=2, b=6, seed=5)
     ks = [3, 2, 2]
@@ -159,6 +166,97 @@ def test_sim_hop_tables_and_exact_sizes(cp, table, exact):
             assert x.to("cpu").isequal(y)
 
 
+def _hop_bulks(A, Ag, cp, bulks, ks=(3, 2, 2)):
+    """``bulks`` bulks of three minibatches (other seeds each), on the CPU and on
+    ``Ag`` (A on the 'GPU'), one after another: (cpu blocks, gpu blocks, fills).
+    ``fills`` counts the dense tables the GPU's bulks allocated."""
+    import spla
+    import kernels.cuda.hop_table as hop_table
+    fills = []
+    made = hop_table.Table.__init__
+
+    def counted(self, keys, tags, *rest):
+        if keys.size == 0:  # dense
+            fills.append(tags.size)
+        made(self, keys, tags, *rest)
+
+    hop_table.Table.__init__ = counted
+    try:
+        got, want = [], []
+        for b in range(bulks):
+            seeds = _seeds(A.nrows, k=3, b=5, seed=20 + b)
+            nodes, ptr = np.concatenate(seeds), [0, 5, 10, 15]
+            streams = [3 * b, 3 * b + 1, 3 * b + 2]
+            want.append(spla.sample_hops(A, nodes, ptr, list(ks), seed=4, streams=streams))
+            got.append(spla.sample_hops(Ag, cp.asarray(nodes), ptr, list(ks), seed=4,
+                                        streams=streams))
+    finally:
+        hop_table.Table.__init__ = made
+    return want, got, fills
+
+
+def _assert_same_hops(got, want):
+    for g_bulk, w_bulk in zip(got, want):
+        for (gb, gd, gdp, gs, gsp), (wb, wd, wdp, ws, wsp) in zip(g_bulk, w_bulk):
+            assert gdp.tolist() == wdp.tolist() and gsp.tolist() == wsp.tolist()
+            assert np.array_equal(_host(gd), wd) and np.array_equal(_host(gs), ws)
+            assert all(x.to("cpu").isequal(y) for x, y in zip(gb, wb))
+
+
+@pytest.mark.parametrize("order", ["group", "vertex", "both"])
+def test_sim_later_bulks_reuse_the_occurrence_table(cp, order, monkeypatch):
+    """A graph keeps its dense occurrence table between bulks: later bulks
+    neither allocate nor clear one, carry on with smaller stamps, and give
+    the CPU's blocks (an entry a bulk left behind never counts in the next),
+    whichever slot order each bulk takes."""
+    import kernels.cuda.hop_table as hop_table
+    A, _ = _graph(seed=12)
+    Ag = A.to("cuda")
+    if order == "both":  # the order changes between bulks on the same table
+        orders = iter(["group", "vertex"] * 3)
+        taken = hop_table.table_for
+
+        def alternating(*args, **kw):
+            monkeypatch.setattr(hop_table, "TABLE_ORDER", next(orders))
+            return taken(*args, **kw)
+
+        monkeypatch.setattr(hop_table, "table_for", alternating)
+    else:
+        monkeypatch.setattr(hop_table, "TABLE_ORDER", order)
+    want, got, fills = _hop_bulks(A, Ag, cp, bulks=4)
+    _assert_same_hops(got, want)
+    assert len(fills) == 1                   # the first bulk's table only
+    kept = Ag._cache["hop_scratch"]["occurrence_table"]
+    assert kept.top == hop_table.STAMP_TOP - 4 * 3
+
+
+def test_sim_a_kept_table_is_cleared_when_its_stamps_run_out(cp, monkeypatch):
+    """With 7 stamps a table serves two bulks of three hops; the third bulk
+    clears a new one.  Blocks equal the CPU's throughout."""
+    import kernels.cuda.hop_table as hop_table
+    monkeypatch.setattr(hop_table, "STAMP_TOP", 6)
+    A, _ = _graph(seed=13)
+    want, got, fills = _hop_bulks(A, A.to("cuda"), cp, bulks=5)
+    _assert_same_hops(got, want)
+    assert len(fills) == 3                   # bulks 1, 3 and 5
+
+
+def test_sim_no_table_is_kept_past_its_share_of_the_device(cp, monkeypatch):
+    """A dense table over ``KEEP_SHARE`` of the device's memory is dropped after
+    its bulk (each bulk clears its own), as is every hash table."""
+    import kernels.cuda.hop_table as hop_table
+    A, _ = _graph(seed=14)
+    monkeypatch.setattr(hop_table, "KEEP_SHARE", 1e-12)
+    _, _, fills = _hop_bulks(A, A.to("cuda"), cp, bulks=2)
+    assert len(fills) == 2
+    monkeypatch.setattr(hop_table, "KEEP_SHARE", 1 / 16)
+    monkeypatch.setattr(hop_table, "DENSE_SLOTS", 0)
+    Ag = A.to("cuda")
+    want, got, fills = _hop_bulks(A, Ag, cp, bulks=2)
+    _assert_same_hops(got, want)
+    assert fills == [] and "occurrence_table" not in Ag._cache["hop_scratch"]
+
+
 def test_sim_fused_hops_keep_their_budget(cp):
     """Counted by the stand-in: per hop at most 6 launches, per bulk one read."""
     import fake_cupy
@@ -179,15 +277,18 @@ def test_sim_fused_hops_keep_their_budget(cp):
     # The hops alone, seeds trusted (as the samplers call them).
     nodes = cp.concatenate(seeds)
     ptr = np.cumsum([0] + [x.size for x in seeds])
-    fake_cupy.reset()
-    with opcount.counting() as tally:
-        spla.sample_hops(A.to("cuda"), nodes, ptr, fanouts, seed=2, streams=[0, 1, 2],
-                         check=False)
-    launches = fake_cupy.STATS["launches"]
-    # One table fill per bulk, then the hops.
-    assert launches <= 1 + LAUNCHES_PER_HOP * len(fanouts), fake_cupy.STATS
-    assert fake_cupy.STATS["reads"] == 1
-    assert tally.launches == launches
+    Ag = A.to("cuda")
+    counted = []
+    for _ in range(2):
+        fake_cupy.reset()
+        with opcount.counting() as tally:
+            spla.sample_hops(Ag, nodes, ptr, fanouts, seed=2, streams=[0, 1, 2], check=False)
+        counted.append(fake_cupy.STATS["launches"])
+        assert fake_cupy.STATS["reads"] == 1
+        assert tally.launches == counted[-1]
+    # The first bulk fills the table, a later one finds it kept; then the hops.
+    assert counted[0] <= 1 + LAUNCHES_PER_HOP * len(fanouts), fake_cupy.STATS
+    assert counted[1] == counted[0] - 1
     assert len(mbs) == 4
 
 
@@ -197,11 +298,11 @@ def test_sim_bad_seeds_raise_as_on_the_cpu(cp, bad, table, monkeypatch):
     """The GPU's hops check the seeds as they go; a bad one raises the very
     error the CPU's check before sampling raises (same class, same message),
     from the sampler and from ``spla.sample_hops``."""
-    import kernels.cuda.hops as hops
+    import kernels.cuda.hop_table as hop_table
     import spla
     from sampling import GraphSAGE
     from spla.exceptions import SplaError
-    monkeypatch.setattr(hops, "DENSE_SLOTS", 1 << 28 if table == "dense" else 0)
+    monkeypatch.setattr(hop_table, "DENSE_SLOTS", 1 << 28 if table == "dense" else 0)
     A, _ = _graph(seed=4)
     n = A.nrows
     seeds = _seeds(n, k=3)
