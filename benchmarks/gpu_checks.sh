@@ -3,11 +3,12 @@
 # (a lent GPU comes with minutes, not hours; what a step leaves under $OUT,
 # or under ./gpu_out without $OUT, is kept even when a later step stops):
 #
-#   bash benchmarks/gpu_checks.sh   # about 7 minutes on an H200 before the cap step (at most 4 more)
+#   bash benchmarks/gpu_checks.sh   # about 8 minutes on an H200 before the cap step (at most 4 more)
 #
 # 1. the GPU tests, verbose, every test under a 100 s timeout that prints
 #    every thread's stack when it fires (a hang names its place);
-# 2. the sampler and SpGEMM benchmarks with the host profile and the trace;
+# 2. the sampler and SpGEMM benchmarks with the host profile and the trace,
+#    and the hops' table in both slot orders, cleared or kept between bulks;
 # 3. UVA, the device feature cache, the pipeline and placements, the
 #    device-memory cap, the training modes (BNS-GCN, P3, R-GCN) on the GPU;
 # 4. GPU minibatches against the CPU's (slowest: the CPU references compile).
@@ -52,6 +53,13 @@ timeout 200 python3 -W ignore benchmarks/bench_gpu.py --no-tests \
   --sections graphsage,layerwise,trace,spgemm --profile --no-unfused --repeats 3 --watchdog 195 \
   --out "$OUT/gpu.md" > "$OUT/gpu.log" 2>&1
 echo "rc=$?"; grep -E "^GraphSAGE|^LADIES|^FastGCN|^trace|^A @ A|^Q @ A|Error" "$OUT/gpu.log" | cut -c1-300
+step table
+# The hops' occurrence table in group- and vertex-major slot order, cleared
+# for every bulk or kept between bulks, timed alternately
+# (kernels.cuda.hop_table.TABLE_ORDER, KEEP_SHARE; the blocks must be the same).
+timeout 60 python3 -W ignore benchmarks/hop_table.py --gpu --out "$OUT/table.md" \
+  > "$OUT/table.log" 2>&1
+echo "rc=$?"; grep -E "^bulk|Error" "$OUT/table.log" | cut -c1-200
 step uva
 timeout 70 python3 -W ignore benchmarks/bench_gpu.py --no-tests --sections uva --repeats 3 \
   --out "$OUT/uva.md" > "$OUT/uva.log" 2>&1
