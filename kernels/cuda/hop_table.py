@@ -49,8 +49,9 @@ DENSE_SLOTS = 1 << 28
 #: measure (``benchmarks/hop_table.py --gpu``); the blocks are the same
 #: either way.
 TABLE_ORDER = "group"
-#: Kept dense tables up to this share of the device's memory (a larger one
-#: is cleared and allocated per bulk, as without a holder).
+#: Kept dense tables up to this share of the device's memory, or of cupy's
+#: pool limit when one caps it (a larger one is cleared and allocated per
+#: bulk, as without a holder).
 KEEP_SHARE = 1 / 16
 #: The keys of a ``kept`` holder: the table waiting for the next bulk, and
 #: the device's memory in bytes (asked once).
@@ -176,6 +177,12 @@ def give_back(tab, kept):
 
 
 def _device_total(xp):
-    """The device's memory in bytes (cupy's ``Device().mem_info``)."""
+    """The device's memory in bytes (cupy's ``Device().mem_info``), or cupy's
+    memory pool limit when one is set and lower (a device-memory cap: a kept
+    table must not crowd out what the cap leaves the rest of the job)."""
     device_ = getattr(getattr(xp, "cuda", None), "Device", None)
-    return int(device_().mem_info[1]) if device_ is not None else 1 << 40
+    total = int(device_().mem_info[1]) if device_ is not None else 1 << 40
+    pool = getattr(xp, "get_default_memory_pool", None)
+    limit = getattr(pool(), "get_limit", None) if pool is not None else None
+    cap = int(limit()) if limit is not None else 0
+    return min(total, cap) if cap > 0 else total

@@ -242,13 +242,23 @@ def test_sim_a_kept_table_is_cleared_when_its_stamps_run_out(cp, monkeypatch):
 
 
 def test_sim_no_table_is_kept_past_its_share_of_the_device(cp, monkeypatch):
-    """A dense table over ``KEEP_SHARE`` of the device's memory is dropped after
-    its bulk (each bulk clears its own), as is every hash table."""
+    """A dense table over ``KEEP_SHARE`` of the device's memory (or of the cap on
+    cupy's memory pool) is dropped after its bulk (each bulk clears its own),
+    as is every hash table."""
     import kernels.cuda.hop_table as hop_table
     A, _ = _graph(seed=14)
     monkeypatch.setattr(hop_table, "KEEP_SHARE", 1e-12)
     _, _, fills = _hop_bulks(A, A.to("cuda"), cp, bulks=2)
     assert len(fills) == 2
+    # A cap on cupy's pool (``placement.cap_device_memory``) is the memory.
+    import fake_cupy
+    monkeypatch.setattr(hop_table, "KEEP_SHARE", 1 / 16)
+    monkeypatch.setattr(fake_cupy._Pool, "get_limit", lambda self: 1000, raising=False)
+    _, _, fills = _hop_bulks(A, A.to("cuda"), cp, bulks=2)
+    assert len(fills) == 2
+    monkeypatch.setattr(fake_cupy._Pool, "get_limit", lambda self: 1 << 30)
+    _, _, fills = _hop_bulks(A, A.to("cuda"), cp, bulks=2)
+    assert len(fills) == 1
     monkeypatch.setattr(hop_table, "KEEP_SHARE", 1 / 16)
     monkeypatch.setattr(hop_table, "DENSE_SLOTS", 0)
     Ag = A.to("cuda")
