@@ -1,4 +1,4 @@
-"""Device operations and blocking reads of one LADIES / FastGCN bulk, per spla operator.
+"""Device operations, blocking reads and uploads of one LADIES / FastGCN bulk, per spla operator.
 
 Runs the samplers' GPU path under numba's CUDA simulator with the cupy
 stand-in of the tests (``tests/fake_cupy.py``), which counts every device
@@ -91,7 +91,8 @@ def main():
                 sampler.sample(given[where][:k], seed=3, epoch=1)
                 total = dict(fake_cupy.STATS)
                 print(f"{cls.__name__} [6, 5], bulk of {k}, minibatches on the {where}: "
-                      f"{total['launches']} device operations, {total['reads']} blocking reads")
+                      f"{total['launches']} device operations, {total['reads']} blocking reads, "
+                      f"{total['uploads']} host-to-device copies")
                 for name, (l, r, c) in sorted(OWN.items(), key=lambda kv: -kv[1][0]):
                     print(f"  {name:32s} calls {c:2d}  launches {l:4d}  reads {r:3d}")
 

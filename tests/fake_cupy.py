@@ -16,6 +16,7 @@ library's own counters (``kernels.opcount``):
   ``extract``, one-argument ``where``, indexing by a boolean array): cupy
   reads that size back before it can allocate the result, so each is a
   read too, hidden in an array operation;
+* ``uploads``: host-to-device copies (``asarray`` of host data);
 * ``launches``: kernels: every ufunc and reduction on its arrays, every
   array-module call that computes (``cumsum``, ``sort``, ``zeros``,
   ``full``, ...; not ``empty`` or an upload), gathers and scatters by an
@@ -32,13 +33,14 @@ import types
 
 import numpy as np
 
-STATS = {"reads": 0, "launches": 0}
+STATS = {"reads": 0, "launches": 0, "uploads": 0}
 
 
 def reset():
     """Zero the counts."""
     STATS["reads"] = 0
     STATS["launches"] = 0
+    STATS["uploads"] = 0
 
 
 def _plain(x):
@@ -190,11 +192,14 @@ def _function(name, fn):
 
 
 def asarray(a, dtype=None):
-    """Device arrays as they are; host data is uploaded (no launch, no read)."""
+    """Device arrays as they are; host data is uploaded (an upload: no launch,
+    no read, but a copy a GPU's host prepares and queues)."""
     if isinstance(a, ndarray) and (dtype is None or np.dtype(dtype) == a.dtype):
         return a
     if isinstance(a, ndarray):
         STATS["launches"] += 1
+    else:
+        STATS["uploads"] += 1
     return np.array(_plain(a), dtype=dtype, copy=True).view(ndarray)
 
 

@@ -364,6 +364,21 @@ def full(xp, n, value, dtype):
     return xp.full(n, value, dtype)
 
 
+def upload(xp, *arrays):
+    """Small int64 host arrays on the device in one copy: views of one array.
+
+    Each host-to-device copy costs a staging buffer and a copy on cupy's
+    stream (host time a small call waits on), so a kernel's few pointers go
+    over together.  Arrays already on the device are taken as they are.
+    """
+    if any(isinstance(a, xp.ndarray) for a in arrays) or xp is np:
+        return [xp.asarray(a) for a in arrays]
+    parts = [np.asarray(a, np.int64) for a in arrays]
+    flat = xp.asarray(np.concatenate(parts))
+    ends = np.cumsum([0] + [a.size for a in parts]).tolist()
+    return [flat[a:b] for a, b in zip(ends[:-1], ends[1:])]
+
+
 def scan(xp, ptr, out=None):
     """Inclusive scan of ``ptr`` (``ptr[0] == 0``, ``ptr[1:]`` the counts),
     i.e. the CSR row pointer; a new int64 array, or written into ``out``."""

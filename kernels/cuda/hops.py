@@ -65,7 +65,7 @@ from kernels.common import lower_bound as _lower_bound
 from kernels.common import row_key as _row_key
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
-from kernels.cuda._util import SIM, _xp, device, full, launch, scan, to_host
+from kernels.cuda._util import SIM, _xp, device, full, launch, scan, to_host, upload
 from kernels.cuda.hop_table import claim as _claim
 from kernels.cuda.hop_table import find as _find
 from kernels.cuda.hop_table import table_key as _table_key
@@ -491,8 +491,7 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
     sizes = flat[:-2].reshape(L, 2, G + 1)
     bad = flat[-2:-1]
     over = flat[-1:]
-    gp = xp.asarray(ptr)
-    gid = xp.asarray(np.asarray(group_ids, np.int64))
+    gp, gid = upload(xp, ptr, group_ids)
     empty_v = xp.empty(0, value_dtype if has_vals else np.float32)
     fr = nodes
     cap = caps[0]

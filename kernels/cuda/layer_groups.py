@@ -39,7 +39,7 @@ from kernels.common import index_dtype
 from kernels.common import lower_bound as _lower_bound
 from kernels.common import sort_pairs_inplace as _sort_pairs
 from kernels.common import sort_range as _sort_range
-from kernels.cuda._util import BLOCK, _xp, device, full, launch, scan, to_host
+from kernels.cuda._util import BLOCK, _xp, device, full, launch, scan, to_host, upload
 from kernels.cuda.layer_rows import (SORT_MAX, block_scan, block_sort_pairs, block_total,
                                      long_row_for, share)
 
@@ -243,7 +243,7 @@ def _first_appearances(xp, ptr, idx, row_ptr, first, first_ptr, ncols, check):
     # Keys and positions, then the groups' pointer and the repeat: one fill.
     table = full(xp, 2 * S + G + 2, -1, np.int64)
     tail = table[2 * S:]
-    rp, fp = xp.asarray(row_ptr), xp.asarray(first_ptr)
+    rp, fp = upload(xp, row_ptr, first_ptr)
     args = (first, fp, ptr, idx, rp, np.int64(r0), np.int64(r1), np.int64(nnz_base),
             np.int64(ncols), np.int64(n_first), np.int64(L))
     launch(_compact_mark, L, *args, table, np.int64(bits))
@@ -498,7 +498,7 @@ def _extract(xp, ptr, idx, rows, row_ptr, cols, cp, sizes, last, ncols, check, r
     np.cumsum(span[:-1], out=toff[1:])
     S = int(span.sum())
     table = full(xp, 3 * S + 1, -1, np.int64)
-    dtoff, dbits, rp = (xp.asarray(a) for a in (toff, bits, row_ptr))
+    dtoff, dbits, rp = upload(xp, toff, bits, row_ptr)
     first_dup = -1
     n_cols = int(sizes.sum())
     if S:

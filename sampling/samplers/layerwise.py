@@ -265,8 +265,10 @@ class FastGCN(_LayerWise):
         ptr = np.arange(k + 1, dtype=np.int64)
         # Its rows' lengths are known here: the fused path reads them from
         # the host copy, not from the device.
-        pick_row0 = Matrix.from_csr(xp.asarray(ptr), xp.asarray(np.zeros(k, np.int64)), None,
-                                    (k, 1), check=False, copy=False, host_indptr=ptr)
+        # Pointer and column ids go to the device in one copy.
+        both = xp.asarray(np.concatenate([ptr, np.zeros(k, np.int64)]))
+        pick_row0 = Matrix.from_csr(both[:k + 1], both[k + 1:], None, (k, 1), check=False,
+                                    copy=False, host_indptr=ptr)
         # Lazy: sampled by the fused path from the one global row.
         return pick_row0 @ self._global, self._global, np.zeros(k, np.int64)
 
