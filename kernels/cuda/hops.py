@@ -364,7 +364,8 @@ def sample_hops(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positiv
         A holder the caller keeps between bulks (e.g. with the graph): a
         dense occurrence table is taken from it and left there after the
         bulk, so that the next bulk need not clear one
-        (``kernels.cuda.hop_table``).  Not shared by two bulks at once.
+        (``kernels.cuda.hop_table``).  Bulks in flight at once (other
+        threads, queued bulks) each hold their own table meanwhile.
 
     Returns
     -------
