@@ -51,3 +51,14 @@ def pubmed_graph(path=PUBMED):
     z = np.load(path, allow_pickle=False)
     n = z["indptr"].size - 1
     return spla.Matrix.from_csr(z["indptr"], z["indices"], None, (n, n))
+
+
+def locality_graphs(scale, pubmed=PUBMED):
+    """``[(label, A)]``: R-MAT of ``scale`` (edge factor 16, seed 0), the same in
+    BFS order, and PubMed when its archive exists at ``pubmed`` ('' skips it)."""
+    from spla.generators import rmat
+    R = rmat(scale, 16, seed=0)
+    graphs = [(f"R-MAT {scale}", R), (f"R-MAT {scale}, BFS order", bfs_renumbered(R))]
+    if pubmed and os.path.exists(pubmed):
+        graphs.append(("PubMed", pubmed_graph(pubmed)))
+    return graphs

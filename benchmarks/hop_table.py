@@ -16,7 +16,8 @@ again; vertex-major slots put those entries side by side.
 Without a GPU this script counts, from the CPU's minibatches of bulk
 GraphSAGE [15, 10, 5] (the GPU's are the same), what each order asks of
 device memory per minibatch: the table accesses, the distinct 32-byte
-sectors and 64-byte pieces they touch, and the sectors a 50 MiB, 16-way
+sectors and 64-byte pieces they touch, the most accesses one 128-byte line
+takes in a hop (where atomics would queue), and the sectors a 50 MiB, 16-way
 LRU cache of sectors (an H100's or H200's L2, roughly) would miss when the
 accesses come in the order of a hop's sampling step (every row's own
 vertex, then every row's first pick, then every row's second, ...).  The
@@ -110,14 +111,15 @@ def model(label, A, bulk, seeds):
     nsets = L2_BYTES // SECTOR // L2_WAYS
     found = {}
     for order in ORDERS:
-        acc = sec = piece = miss = 0
+        acc = sec = piece = miss = busiest = 0
         for g, v in hops:
             s = slots(g, v, bulk, n, order)
             acc += s.size
             sec += np.unique(s // (SECTOR // 8)).size
             piece += np.unique(s // 8).size
             miss += _lru_misses(s // (SECTOR // 8), nsets, L2_WAYS)
-        found[order] = [x / bulk for x in (acc, sec, piece, miss)]
+            busiest = max(busiest, int(np.unique(s // 16, return_counts=True)[1].max()))
+        found[order] = [x / bulk for x in (acc, sec, piece, miss)] + [busiest]
     return label, bulk, found
 
 
@@ -126,12 +128,13 @@ def model_table(rows):
            "vertex count); per minibatch, the three hops together; `v / g`: vertex-major over "
            "group-major.", "",
            "| graph | bulk | table accesses | 32-B sectors: group / vertex (v / g) | "
-           "64-B pieces: group / vertex (v / g) | LRU misses: group / vertex (v / g) |",
-           "|---|---:|---:|---:|---:|---:|"]
+           "64-B pieces: group / vertex (v / g) | LRU misses: group / vertex (v / g) | "
+           "busiest 128-B line, accesses in a hop of the bulk: group / vertex |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
     for label, bulk, f in rows:
         g, v = f["group"], f["vertex"]
         cells = " | ".join(f"{g[i]:,.0f} / {v[i]:,.0f} ({v[i] / g[i]:.2f}x)" for i in (1, 2, 3))
-        out.append(f"| {label} | {bulk} | {g[0]:,.0f} | {cells} |")
+        out.append(f"| {label} | {bulk} | {g[0]:,.0f} | {cells} | {g[4]:,} / {v[4]:,} |")
     return out
 
 
@@ -194,14 +197,9 @@ def gpu_timing(scale, bulks, repeats=5, seeds=1024):
 
 def model_tables(a, bulks):
     """The model's table for R-MAT, R-MAT in BFS order and PubMed."""
-    from graphs import bfs_renumbered, pubmed_graph
-    from spla.generators import rmat
-    R = rmat(a.scale, 16, seed=0)
-    graphs = [(f"R-MAT {a.scale}", R), (f"R-MAT {a.scale}, BFS order", bfs_renumbered(R))]
-    if a.pubmed and os.path.exists(a.pubmed):
-        graphs.append(("PubMed", pubmed_graph(a.pubmed)))
+    from graphs import locality_graphs
     rows = []
-    for label, A in graphs:
+    for label, A in locality_graphs(a.scale, a.pubmed):
         for bulk in bulks:
             rows.append(model(label, A, bulk, a.seeds))
             print(model_table(rows[-1:])[-1], flush=True)

@@ -132,9 +132,8 @@ def table(results, bulk, seeds):
 def main(argv=None):
     import numba
 
-    from graphs import PUBMED, bfs_renumbered, pubmed_graph
+    from graphs import PUBMED, locality_graphs
     from machine import emit_results, results_header
-    from spla.generators import rmat
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", type=int, default=20)
     p.add_argument("--bulk", type=int, default=16)
@@ -144,12 +143,8 @@ def main(argv=None):
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     load0, t0 = os.getloadavg(), time.perf_counter()
-    R = rmat(a.scale, 16, seed=0)
-    graphs = [(f"R-MAT {a.scale}", R), (f"R-MAT {a.scale}, BFS order", bfs_renumbered(R))]
-    if a.pubmed and os.path.exists(a.pubmed):
-        graphs.append(("PubMed", pubmed_graph(a.pubmed)))
     results = []
-    for label, A in graphs:
+    for label, A in locality_graphs(a.scale, a.pubmed):
         results.append(analyse(label, A, a.bulk, a.seeds))
         print(table(results[-1:], a.bulk, a.seeds)[-2], flush=True)
     cmd = "python benchmarks/uva_reads.py " + " ".join(sys.argv[1:] if argv is None else argv)
