@@ -113,6 +113,11 @@ class Table:
     def dense(self):
         return self.keys.size == 0
 
+    def serves(self, slots, hops):
+        """Whether this table can go on serving ``hops`` more hops over ``slots``
+        dense slots without a clear (a hash table's claimed keys cannot)."""
+        return self.dense and self.tags.size >= slots and self.top + 1 >= hops
+
     def next_stamp(self):
         """The next hop's stamp (high bits of its entries), below every earlier one."""
         if self.top < 0:
@@ -149,7 +154,7 @@ def table_for(xp, G, n, hops, distinct, table=None, kept=None):
     by_vertex = np.int64(TABLE_ORDER == "vertex")
     if table == "dense" or (table is None and G * n <= DENSE_SLOTS):
         found = kept.pop(_KEPT, None) if kept is not None else None
-        if found is not None and found.tags.size >= G * n and found.top + 1 >= hops:
+        if found is not None and found.serves(G * n, hops):
             found.by_vertex = by_vertex  # stale entries of either order lose to new stamps
             return found
         return Table(xp.empty(0, np.int64), full(xp, G * n, UNSET, np.int64), 0, by_vertex)

@@ -483,7 +483,7 @@ def _run(a_indptr, a_indices, a_values, a_has_values, a_prefix, a_positives, a_m
     G = ptr.size - 1
     L = len(ks)
     has_vals = value_mode != 0
-    if tab is None or not tab.dense or tab.top + 1 < L:
+    if tab is None or not tab.serves(G * n, L):
         tab = hop_table.table_for(xp, G, n, L, sum(caps[1:]), table, kept)
     keys, tags, bits, by_vertex = tab.keys, tab.tags, np.int64(tab.bits), tab.by_vertex
     # Every hop's group pointers, the bad-seed flag and, last, the overflow
